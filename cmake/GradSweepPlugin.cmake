@@ -1,0 +1,29 @@
+# gradsweep_add_plugin(<target> SOURCES <src>...)
+#
+# Builds a gradsweep plugin: a shared library with hidden visibility (only the `gradsweep_plugin` entry
+# point is exported), linked to the SDK, no "lib" prefix. In-tree plugins also reuse the shared LibTorch
+# precompiled header and land in the build's plugin directory; out-of-tree plugins (which include this
+# file through find_package(GradSweepSDK)) build as ordinary shared libraries.
+function(gradsweep_add_plugin target)
+  cmake_parse_arguments(ARG "" "OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
+  add_library(${target} MODULE ${ARG_SOURCES})
+  if(TARGET GradSweep::sdk)
+    target_link_libraries(${target} PRIVATE GradSweep::sdk)
+  else()
+    target_link_libraries(${target} PRIVATE gradsweep_sdk)
+  endif()
+  set_target_properties(${target} PROPERTIES
+    PREFIX ""
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    CXX_STANDARD 17
+    CXX_STANDARD_REQUIRED ON)
+  if(TARGET gradsweep_pch)
+    target_precompile_headers(${target} REUSE_FROM gradsweep_pch)
+  endif()
+  if(ARG_OUTPUT_DIRECTORY)
+    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIRECTORY})
+  elseif(DEFINED GRADSWEEP_PLUGIN_BUILD_DIR)
+    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${GRADSWEEP_PLUGIN_BUILD_DIR})
+  endif()
+endfunction()

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package gradsweep needs to build, test and run.
+# Idempotent: packages already present are skipped by apt-get; safe to run again.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libtorch-dev libopenblas0-pthread           # LibTorch 1.13 (CPU) + a fast BLAS for it
+  libopenmpi-dev openmpi-bin                  # launch, bootstrap, CPU collectives
+  libyaml-cpp-dev libspdlog-dev libfmt-dev
+  libboost-dev libboost-filesystem-dev        # Boost.DLL
+  libgtest-dev libcli11-dev nlohmann-json3-dev
+  gnuplot-nox                                 # plots in reports
+  fortunes                                    # the quickstart corpus: real English text
+  python3-torch                               # PyTorch eager baseline for benchmarks
+  slurm-wlm munge                             # a real local Slurm for the Slurm tests
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

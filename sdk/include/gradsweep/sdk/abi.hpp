@@ -1,0 +1,91 @@
+#pragma once
+// The binary contract between the gradsweep host and a plugin library.
+//
+// Each plugin exports exactly one C symbol, `gradsweep_plugin` (a Boost.DLL alias), pointing to a
+// function that returns a static PluginDescriptor. The host reads the descriptor's leading fields
+// (size, ABI version) and the build fingerprint *before* calling anything else in the library, and
+// refuses the plugin with a message naming both sides' versions when they do not match. Only then does
+// it call `create`. Libraries stay loaded for the life of the process.
+//
+// Evolution: within one ABI major, fields are only appended to the descriptor and virtual methods are
+// only appended to the interfaces; each append bumps the minor. A plugin built against an older minor
+// loads in a newer host; a plugin built against a newer minor is refused by an older host.
+#include <gradsweep/sdk/options.hpp>
+#include <gradsweep/sdk/services.hpp>
+#include <gradsweep/sdk/status.hpp>
+
+#include <torch/version.h>
+
+#include <cstdint>
+
+namespace gradsweep::sdk {
+
+inline constexpr std::uint32_t kAbiMajor = 1;
+inline constexpr std::uint32_t kAbiMinor = 0;
+inline constexpr const char* kEntryPointName = "gradsweep_plugin";
+
+enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };
+
+inline const char* to_string(PluginKind kind) {
+  switch (kind) {
+    case PluginKind::Model: return "model";
+    case PluginKind::Strategy: return "strategy";
+  }
+  return "unknown";
+}
+
+// What the plugin was compiled against. torch::Tensor and std::string cross the boundary, so the
+// LibTorch major.minor and the libstdc++ string ABI must equal the host's; the rest is reported.
+struct BuildFingerprint {
+  std::uint32_t torch_major;
+  std::uint32_t torch_minor;
+  std::uint32_t cxx11_abi;     // _GLIBCXX_USE_CXX11_ABI
+  std::uint32_t cuda_version;  // e.g. 12040 for 12.4; 0 = built without CUDA
+  std::uint32_t nccl_version;  // e.g. 22105; 0 = built without NCCL
+  char compiler[64];
+};
+
+struct PluginDescriptor {
+  std::uint32_t struct_size;  // sizeof(PluginDescriptor) of the SDK the plugin was built with
+  std::uint32_t abi_major;
+  std::uint32_t abi_minor;
+  PluginKind kind;
+  const char* name;     // what experiments call it: "ring", "gpt2"
+  const char* version;  // the plugin's own version
+  const char* summary;  // one line for `gradsweep plugins`
+  BuildFingerprint build;
+  const OptionSpec* options;  // the configuration keys it accepts
+  std::uint32_t option_count;
+  // Returns a ModelAbi* or StrategyAbi* (by kind) as void*, or nullptr with *status set.
+  void* (*create)(const PluginContext* context, Status* status) noexcept;
+  void (*destroy)(void* object) noexcept;
+};
+
+using DescribePluginFn = const PluginDescriptor*();
+
+namespace detail {
+#if defined(__clang__)
+#define GRADSWEEP_SDK_COMPILER "clang " __clang_version__
+#elif defined(__GNUC__)
+#define GRADSWEEP_SDK_COMPILER "gcc " __VERSION__
+#else
+#define GRADSWEEP_SDK_COMPILER "unknown"
+#endif
+#ifndef GRADSWEEP_CUDA_VERSION
+#define GRADSWEEP_CUDA_VERSION 0
+#endif
+#ifndef GRADSWEEP_NCCL_VERSION
+#define GRADSWEEP_NCCL_VERSION 0
+#endif
+#ifndef _GLIBCXX_USE_CXX11_ABI
+#define _GLIBCXX_USE_CXX11_ABI 0
+#endif
+
+// The fingerprint of the translation unit that includes this header: the plugin's, or the host's.
+inline constexpr BuildFingerprint this_build() {
+  return BuildFingerprint{TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, _GLIBCXX_USE_CXX11_ABI,
+                          GRADSWEEP_CUDA_VERSION, GRADSWEEP_NCCL_VERSION, GRADSWEEP_SDK_COMPILER};
+}
+}  // namespace detail
+
+}  // namespace gradsweep::sdk

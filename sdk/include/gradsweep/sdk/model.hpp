@@ -1,0 +1,110 @@
+#pragma once
+// The Model interface: what a model plugin gives the trainer.
+//
+// `ModelAbi` is the boundary the host calls (noexcept, Status results). Plugin authors derive from
+// `Model`, which implements the boundary by forwarding to ordinary (throwing) virtual functions and
+// converting exceptions into Status. Methods are only ever appended within an ABI major version.
+#include <gradsweep/sdk/services.hpp>
+#include <gradsweep/sdk/status.hpp>
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gradsweep::sdk {
+
+// A trainable tensor with a stable name. The order of parameters is part of a model's contract: every
+// rank lists them in the same order, and strategies index them by position.
+struct Parameter {
+  std::string name;
+  torch::Tensor tensor;
+  // True for matrices indexed by token id (input embedding, output projection): in a step only the rows
+  // of tokens seen (or sampled) get a gradient, which sparse strategies exploit.
+  bool row_sparse = false;
+};
+
+struct NamedTensor {
+  std::string name;
+  torch::Tensor tensor;
+};
+
+// One micro-batch of next-token prediction. inputs and targets are (B, T) int64 on the model's device.
+struct Batch {
+  torch::Tensor inputs;
+  torch::Tensor targets;
+};
+
+// Restricts the output softmax to some vocabulary rows (sampled softmax). Logits are computed only for
+// `rows`; `log_q`, when defined, is subtracted from them (the sampling correction); `targets` are the
+// batch's targets re-indexed into `rows`.
+struct OutputSubset {
+  torch::Tensor rows;     // (S,) int64, distinct vocabulary ids
+  torch::Tensor targets;  // (B, T) int64, values in [0, S)
+  torch::Tensor log_q;    // (S,) float, or undefined for no correction
+};
+
+struct ModelInfo {
+  std::string architecture;  // "gpt2", "lstm_lm", ...
+  std::int64_t vocab_size = 0;
+  std::int64_t block_size = 0;  // longest sequence the model accepts; 0 = unlimited
+  std::int64_t num_parameters = 0;
+  bool supports_output_subset = false;
+};
+
+class ModelAbi {
+ public:
+  virtual Status info(ModelInfo* out) noexcept = 0;
+  virtual Status parameters(std::vector<Parameter>* out) noexcept = 0;
+  // Non-trainable state that a checkpoint must hold (e.g. running statistics); often empty.
+  virtual Status buffers(std::vector<NamedTensor>* out) noexcept = 0;
+  // Mean cross-entropy over the batch's B*T positions, over the full vocabulary or over `subset`.
+  virtual Status loss(const Batch& batch, const OutputSubset* subset, torch::Tensor* out) noexcept = 0;
+  // Training FLOPs per token (forward + backward) at sequence length `seq_len`.
+  virtual Status flops_per_token(std::int64_t seq_len, double* out) noexcept = 0;
+  virtual Status set_training(bool training) noexcept = 0;
+
+ protected:
+  ~ModelAbi() = default;  // destroyed only through the plugin's own destroy function
+};
+
+class Model : public ModelAbi {
+ public:
+  explicit Model(const PluginContext& context) : context_(context) {}
+  virtual ~Model() = default;
+
+ protected:
+  virtual ModelInfo describe() = 0;
+  virtual std::vector<Parameter> named_parameters() = 0;
+  virtual std::vector<NamedTensor> named_buffers() { return {}; }
+  virtual torch::Tensor compute_loss(const Batch& batch, const OutputSubset* subset) = 0;
+  virtual double training_flops_per_token(std::int64_t seq_len) = 0;
+  virtual void train_mode(bool training) = 0;
+
+  const PluginContext& context() const { return context_; }
+
+ private:
+  Status info(ModelInfo* out) noexcept final {
+    return guard([&] { *out = describe(); });
+  }
+  Status parameters(std::vector<Parameter>* out) noexcept final {
+    return guard([&] { *out = named_parameters(); });
+  }
+  Status buffers(std::vector<NamedTensor>* out) noexcept final {
+    return guard([&] { *out = named_buffers(); });
+  }
+  Status loss(const Batch& batch, const OutputSubset* subset, torch::Tensor* out) noexcept final {
+    return guard([&] { *out = compute_loss(batch, subset); });
+  }
+  Status flops_per_token(std::int64_t seq_len, double* out) noexcept final {
+    return guard([&] { *out = training_flops_per_token(seq_len); });
+  }
+  Status set_training(bool training) noexcept final {
+    return guard([&] { train_mode(training); });
+  }
+
+  PluginContext context_;
+};
+
+}  // namespace gradsweep::sdk

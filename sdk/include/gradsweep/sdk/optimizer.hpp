@@ -1,0 +1,74 @@
+#pragma once
+// Optimizer helpers shared by every strategy: build the experiment's optimizer over a set of tensors,
+// set each step's learning rate, and clip by global norm. Compiled into each plugin (header-only).
+#include <gradsweep/sdk/strategy.hpp>
+
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+namespace gradsweep::sdk {
+
+// Weight decay goes to matrices only (dim >= 2); biases, norms' gains and other vectors are not decayed.
+inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spec,
+                                                               const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  if (spec.kind == OptimizerSpec::Kind::AdamW) {
+    auto with_decay = [&](double wd) {
+      return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(spec.lr)
+                                                              .betas({spec.beta1, spec.beta2})
+                                                              .eps(spec.eps)
+                                                              .weight_decay(wd));
+    };
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    if (!decay.empty()) groups.emplace_back(decay, with_decay(spec.weight_decay));
+    if (!no_decay.empty()) groups.emplace_back(no_decay, with_decay(0.0));
+    return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(spec.lr));
+  }
+  auto with_decay = [&](double wd) {
+    return std::make_unique<torch::optim::SGDOptions>(
+        torch::optim::SGDOptions(spec.lr).momentum(spec.momentum).weight_decay(wd));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (!decay.empty()) groups.emplace_back(decay, with_decay(spec.weight_decay));
+  if (!no_decay.empty()) groups.emplace_back(no_decay, with_decay(0.0));
+  return std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(spec.lr));
+}
+
+inline void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+// L2 norm over the gradients of `params` (missing gradients count as zero).
+inline double local_grad_norm_squared(const std::vector<torch::Tensor>& params) {
+  double total = 0.0;
+  for (const auto& p : params)
+    if (p.grad().defined()) total += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
+  return total;
+}
+
+// Scales gradients so their global norm is at most `max_norm`; returns the norm before scaling.
+// `norm_squared` is the global squared norm (strategies that shard gradients sum it over ranks first).
+inline double clip_to_norm(const std::vector<torch::Tensor>& params, double norm_squared, double max_norm) {
+  const double norm = std::sqrt(norm_squared);
+  if (max_norm > 0.0 && norm > max_norm) {
+    const double scale = max_norm / (norm + 1e-6);
+    for (const auto& p : params)
+      if (p.grad().defined()) p.grad().mul_(scale);
+  }
+  return norm;
+}
+
+inline std::vector<torch::Tensor> tensors_of(const std::vector<Parameter>& params) {
+  std::vector<torch::Tensor> out;
+  out.reserve(params.size());
+  for (const auto& p : params) out.push_back(p.tensor);
+  return out;
+}
+
+}  // namespace gradsweep::sdk

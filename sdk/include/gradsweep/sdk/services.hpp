@@ -1,0 +1,94 @@
+#pragma once
+// Services the host lends to plugins: logging, metrics, and the communicator.
+//
+// These are implemented in the host and called from plugins, so like every boundary call they are
+// `noexcept` and report failure as a Status. The small inline helpers at the bottom are compiled into
+// the plugin and turn a failed Status back into an exception on the plugin's side.
+#include <gradsweep/sdk/options.hpp>
+#include <gradsweep/sdk/status.hpp>
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gradsweep::sdk {
+
+enum class LogLevel : std::uint32_t { Debug = 0, Info = 1, Warn = 2, Error = 3 };
+
+class Logger {
+ public:
+  virtual void log(LogLevel level, const std::string& message) noexcept = 0;
+
+  void debug(const std::string& m) noexcept { log(LogLevel::Debug, m); }
+  void info(const std::string& m) noexcept { log(LogLevel::Info, m); }
+  void warn(const std::string& m) noexcept { log(LogLevel::Warn, m); }
+  void error(const std::string& m) noexcept { log(LogLevel::Error, m); }
+
+ protected:
+  ~Logger() = default;
+};
+
+// Per-step scalars a plugin wants in metrics.jsonl (e.g. "staleness", "loss_scale"). The host adds
+// them to the current step's record; the last value recorded under a name in a step wins.
+class MetricsSink {
+ public:
+  virtual void record(const std::string& name, double value) noexcept = 0;
+
+ protected:
+  ~MetricsSink() = default;
+};
+
+enum class ReduceOp : std::uint32_t { Sum = 0, Max = 1, Min = 2 };
+
+// An asynchronous collective in flight. Destroying it without `wait` is allowed: the host completes it.
+class Request {
+ public:
+  virtual ~Request() = default;
+  virtual Status wait() noexcept = 0;
+};
+
+// Collectives over all ranks of the job. Tensors must be contiguous; the backend (MPI for CPU tensors,
+// NCCL for CUDA tensors, or the one-rank backend) is chosen by the host. Every call counts the bytes it
+// sends and receives and the time it takes; the host reports both per step.
+class Communicator {
+ public:
+  virtual int rank() const noexcept = 0;
+  virtual int size() const noexcept = 0;
+  virtual int local_rank() const noexcept = 0;
+  virtual int local_size() const noexcept = 0;
+  virtual const char* backend() const noexcept = 0;
+
+  virtual Status allreduce(torch::Tensor& tensor, ReduceOp op) noexcept = 0;
+  virtual Status broadcast(torch::Tensor& tensor, int root) noexcept = 0;
+  // output is size() times the size of input, rank-major.
+  virtual Status allgather(const torch::Tensor& input, torch::Tensor& output) noexcept = 0;
+  // input is size() times the size of output; rank r receives the reduced r-th chunk.
+  virtual Status reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) noexcept = 0;
+  virtual Status send(const torch::Tensor& tensor, int dst, int tag) noexcept = 0;
+  virtual Status recv(torch::Tensor& tensor, int src, int tag) noexcept = 0;
+  virtual Status barrier() noexcept = 0;
+  virtual Status allreduce_async(torch::Tensor& tensor, ReduceOp op, std::unique_ptr<Request>* request) noexcept = 0;
+
+ protected:
+  ~Communicator() = default;
+};
+
+// Everything a plugin receives when it is created. The references stay valid for the object's life.
+struct PluginContext {
+  const Options& options;
+  Logger& log;
+  MetricsSink& metrics;
+  Communicator& comm;
+  torch::Device device;
+};
+
+// Plugin-side conveniences: throw on failure, so plugin code reads like ordinary C++.
+namespace collective {
+inline void allreduce(Communicator& c, torch::Tensor& t, ReduceOp op = ReduceOp::Sum) { check(c.allreduce(t, op)); }
+inline void broadcast(Communicator& c, torch::Tensor& t, int root) { check(c.broadcast(t, root)); }
+inline void barrier(Communicator& c) { check(c.barrier()); }
+}  // namespace collective
+
+}  // namespace gradsweep::sdk

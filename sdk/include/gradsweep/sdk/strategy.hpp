@@ -1,0 +1,129 @@
+#pragma once
+// The Strategy interface: how gradients are shared and the update applied.
+//
+// The trainer owns the loop; a strategy is called at fixed points of each step:
+//
+//   begin_step                      before the first micro-batch (zero gradients, start prefetches)
+//   [forward, backward] x micro     the trainer runs them, under precision() and scaled by loss_scale()
+//     gradient_ready(i)             during the last micro-batch's backward, as each parameter's gradient
+//                                   is final: start communicating it (overlap with the rest of backward)
+//   end_backward                    after the last backward: finish communication
+//   update                          apply the optimizer (locally, on a server, or on a shard)
+//
+// `ModelAbi` explains the Abi/author split used here too.
+#include <gradsweep/sdk/model.hpp>
+#include <gradsweep/sdk/services.hpp>
+#include <gradsweep/sdk/status.hpp>
+
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gradsweep::sdk {
+
+// The optimizer the experiment asked for. Strategies build it over whichever parameters they update
+// (all of them, a server's copy, or a shard) with `make_optimizer` from <gradsweep/sdk/optimizer.hpp>.
+struct OptimizerSpec {
+  enum class Kind : std::uint32_t { AdamW = 0, SGD = 1 };
+  Kind kind = Kind::AdamW;
+  double lr = 1e-3;  // peak rate; the trainer passes each step's scheduled rate in StepContext
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.0;  // applied to matrices only (dim >= 2), as in GPT-2 and llm.c
+  double momentum = 0.0;      // SGD
+  double grad_clip = 0.0;     // max global gradient norm; 0 = no clipping
+};
+
+// What the forward and backward passes run in. The trainer applies it; strategies only ask.
+struct PrecisionPolicy {
+  // Autocast compute type: Float means none; BFloat16 / Half enable autocast on the model's device.
+  torch::ScalarType compute_dtype = torch::kFloat;
+};
+
+struct StrategySetup {
+  std::vector<Parameter> parameters;
+  OptimizerSpec optimizer;
+  std::int64_t micro_batches_per_step = 1;
+};
+
+struct StepContext {
+  std::int64_t step = 0;  // 0-based index of the step being taken
+  double lr = 0.0;        // learning rate for this step
+};
+
+struct StepResult {
+  bool applied = true;     // false when the update was skipped (e.g. fp16 overflow)
+  double grad_norm = 0.0;  // global gradient norm before clipping, when known
+};
+
+class StrategyAbi {
+ public:
+  virtual Status setup(const StrategySetup& setup) noexcept = 0;
+  virtual Status precision(PrecisionPolicy* out) noexcept = 0;
+  virtual Status loss_scale(double* out) noexcept = 0;
+  virtual Status begin_step(const StepContext& step) noexcept = 0;
+  virtual Status gradient_ready(std::size_t index) noexcept = 0;
+  virtual Status end_backward() noexcept = 0;
+  virtual Status update(const StepContext& step, StepResult* out) noexcept = 0;
+  virtual Status save_state(torch::serialize::OutputArchive& archive) noexcept = 0;
+  virtual Status load_state(torch::serialize::InputArchive& archive) noexcept = 0;
+
+ protected:
+  ~StrategyAbi() = default;
+};
+
+class Strategy : public StrategyAbi {
+ public:
+  explicit Strategy(const PluginContext& context) : context_(context) {}
+  virtual ~Strategy() = default;
+
+ protected:
+  virtual void on_setup(const StrategySetup& setup) = 0;
+  virtual PrecisionPolicy precision_policy() { return {}; }
+  virtual double current_loss_scale() { return 1.0; }
+  virtual void on_begin_step(const StepContext& step) = 0;
+  virtual void on_gradient_ready(std::size_t /*index*/) {}
+  virtual void on_end_backward() {}
+  virtual StepResult on_update(const StepContext& step) = 0;
+  virtual void save(torch::serialize::OutputArchive& archive) = 0;
+  virtual void load(torch::serialize::InputArchive& archive) = 0;
+
+  const PluginContext& context() const { return context_; }
+
+ private:
+  Status setup(const StrategySetup& s) noexcept final {
+    return guard([&] { on_setup(s); });
+  }
+  Status precision(PrecisionPolicy* out) noexcept final {
+    return guard([&] { *out = precision_policy(); });
+  }
+  Status loss_scale(double* out) noexcept final {
+    return guard([&] { *out = current_loss_scale(); });
+  }
+  Status begin_step(const StepContext& step) noexcept final {
+    return guard([&] { on_begin_step(step); });
+  }
+  Status gradient_ready(std::size_t index) noexcept final {
+    return guard([&] { on_gradient_ready(index); });
+  }
+  Status end_backward() noexcept final {
+    return guard([&] { on_end_backward(); });
+  }
+  Status update(const StepContext& step, StepResult* out) noexcept final {
+    return guard([&] { *out = on_update(step); });
+  }
+  Status save_state(torch::serialize::OutputArchive& archive) noexcept final {
+    return guard([&] { save(archive); });
+  }
+  Status load_state(torch::serialize::InputArchive& archive) noexcept final {
+    return guard([&] { load(archive); });
+  }
+
+  PluginContext context_;
+};
+
+}  // namespace gradsweep::sdk
