@@ -1,0 +1,73 @@
+#pragma once
+// The configuration of one training run ("cell"): what `gradsweep train` reads.
+//
+//   model:    {name: gpt2, <the model plugin's options>}
+//   strategy: {name: single, <the strategy plugin's options>}
+//   data:     {train: PATH, val: PATH}
+//   train:    {steps, batch_size, micro_batch, seq_len, optimizer, lr, ...}
+//   eval:     {every, batches}
+//   checkpoint: {every}
+//   metrics:  {log_every, peak_flops}
+//   runtime:  {threads, device}
+//   plugins:  {paths: [DIR, ...]}
+//
+// The host's sections are validated here; the model and strategy sections are validated against their
+// plugins' declared options once the plugins are found (see resolve_plugin_options).
+#include "config/config_error.hpp"
+
+#include <gradsweep/sdk/options.hpp>
+#include <gradsweep/sdk/strategy.hpp>
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace gradsweep::host {
+
+struct TrainSettings {
+  std::int64_t steps = 0;
+  std::int64_t batch_size = 0;   // sequences per optimizer step, over all ranks
+  std::int64_t micro_batch = 0;  // sequences per rank per forward/backward
+  std::int64_t seq_len = 0;
+  std::int64_t warmup_steps = 0;
+  double min_lr = 0.0;
+  std::int64_t seed = 0;
+  sdk::OptimizerSpec optimizer;
+};
+
+struct CellConfig {
+  std::string file;  // where it came from, for messages
+  YAML::Node root;   // as written, after --set overrides
+  std::string model_name;
+  std::string strategy_name;
+  std::filesystem::path train_data, val_data;
+  TrainSettings train;
+  std::int64_t eval_every = 0, eval_batches = 0;
+  std::int64_t checkpoint_every = 0;
+  std::int64_t log_every = 1;
+  double peak_flops = 0.0;  // 0 = measure
+  std::int64_t threads = 0;  // 0 = cores / ranks on this node
+  std::string device;
+  std::vector<std::filesystem::path> plugin_paths;
+  // Every host section with defaults filled in, for the resolved config.
+  YAML::Node resolved;
+};
+
+// Reads and validates a cell configuration. `overrides` are "dotted.key=value" (YAML scalar values).
+// Relative data and plugin paths are resolved against the file's directory. Throws ConfigError listing
+// every problem found.
+CellConfig load_cell_config(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
+CellConfig parse_cell_config(const std::string& yaml_text, const std::string& file_name,
+                             const std::filesystem::path& base_dir, const std::vector<std::string>& overrides = {});
+
+// Applies "a.b.c=value" to a YAML tree (creating maps as needed); throws on a malformed override.
+void apply_override(YAML::Node& root, const std::string& assignment);
+
+// Validates `root[section]` (minus "name") against a plugin's options.
+sdk::Options resolve_plugin_options(const CellConfig& config, const std::string& section,
+                                    const std::vector<sdk::OptionSpec>& specs);
+
+}  // namespace gradsweep::host

@@ -1,0 +1,47 @@
+// Raw text in, documents out: which files a `gradsweep prepare --input` names, and how each file is cut into
+// documents (the unit of the train/val split and of end-of-text separation).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gradsweep::data {
+
+struct Document {
+  std::string text;
+  size_t source = 0;  // index into Corpus::sources
+};
+
+struct Corpus {
+  std::vector<std::filesystem::path> sources;  // in reading order
+  std::vector<int64_t> source_bytes;           // per source
+  std::vector<int64_t> source_documents;       // per source
+  std::vector<Document> documents;             // in reading order: sources in order, then file order
+};
+
+// The text files named by `inputs`: files as given, directories walked recursively. Directory walks skip
+// hidden entries, *.dat files (fortune's binary index tables) and files that look binary; the same file reached
+// twice (fortune's *.u8 symlinks point at the plain files) is read once. The result is sorted by path so that
+// the document order, and hence the train/val split, does not depend on directory listing order.
+// Throws std::runtime_error naming the input if it does not exist, an explicitly named file looks binary, or
+// nothing readable is found.
+std::vector<std::filesystem::path> find_text_files(const std::vector<std::filesystem::path>& inputs);
+
+// True if `head` (the start of a file) has a NUL byte or is more than 30% control characters (other than
+// tab, newline, carriage return, form feed, vertical tab, backspace and escape, which real text files use:
+// fortunes has overstrike backspaces and terminal escapes).
+bool looks_binary(std::string_view head);
+
+// Cuts one file's text into documents. A file with a line that is exactly "%" is a fortune file: documents are
+// the quotations between "%" lines. Any other text is cut at blank (empty or whitespace-only) lines into
+// paragraphs. Each document is its lines joined by "\n", without leading or trailing blank lines and
+// without a final newline; empty documents are dropped.
+std::vector<std::string> split_documents(std::string_view text);
+
+// find_text_files() + split_documents() for each file.
+Corpus read_corpus(const std::vector<std::filesystem::path>& inputs);
+
+}  // namespace gradsweep::data

@@ -1,0 +1,40 @@
+// `gradsweep prepare`: raw text -> tokenized, split, ready-to-train data set directory (see docs/data.md):
+//   out_dir/train.bin, out_dir/val.bin   llm.c token shards (token_shard.hpp)
+//   out_dir/tokenizer.json               the tokenizer, reloadable with load_tokenizer_file()
+//   out_dir/dataset.json                 provenance and counts; written last, so its presence means complete
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace gradsweep::data {
+
+struct PrepareOptions {
+  std::vector<std::filesystem::path> inputs;  // files or directories (see find_text_files() in corpus.hpp)
+  std::filesystem::path out_dir;
+  std::string tokenizer = "byte";                 // "byte" | "word" | "bpe"
+  int64_t vocab = 10000;                          // word: total ids including <unk> and <eos>
+  bool lowercase = false;                         // word
+  std::filesystem::path bpe_encoder, bpe_merges;  // bpe: GPT-2's encoder.json and vocab.bpe
+  double val_fraction = 0.05;                     // the last this fraction of documents, in [0, 1)
+};
+
+struct PrepareResult {
+  std::vector<std::filesystem::path> sources;
+  std::string tokenizer;
+  int64_t vocab_size = 0;
+  int64_t train_documents = 0, val_documents = 0;
+  int64_t train_tokens = 0, val_tokens = 0;
+  std::filesystem::path train_path, val_path, tokenizer_path, dataset_path;
+};
+
+// Reads the inputs, splits documents into train (first) and val (last val_fraction, at least one when the
+// fraction is positive), fits or loads the tokenizer (a word vocabulary is fit on train documents only, so
+// validation words never leak into it), encodes each document preceded by the end-of-text token (as llm.c's
+// data scripts do), and writes the four files atomically. Throws std::invalid_argument for bad options and
+// std::runtime_error for unusable inputs (naming the file).
+PrepareResult prepare_corpus(const PrepareOptions& options);
+
+}  // namespace gradsweep::data

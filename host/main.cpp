@@ -1,0 +1,36 @@
+// gradsweep: data-parallel training experiments over pluggable strategies and models.
+#include "cli/plugins_command.hpp"
+#include "cli/prepare_command.hpp"
+#include "cli/train_command.hpp"
+
+#include <gradsweep/sdk/abi.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#ifndef GRADSWEEP_VERSION
+#define GRADSWEEP_VERSION "0.0.0"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"gradsweep: which way of sharing gradients trains my model fastest?"};
+  app.set_version_flag("--version", std::string("gradsweep ") + GRADSWEEP_VERSION + " (SDK ABI " +
+                                        std::to_string(gradsweep::sdk::kAbiMajor) + "." +
+                                        std::to_string(gradsweep::sdk::kAbiMinor) + ", LibTorch " +
+                                        std::to_string(TORCH_VERSION_MAJOR) + "." +
+                                        std::to_string(TORCH_VERSION_MINOR) + ")");
+  app.require_subcommand(1);
+  gradsweep::host::register_train_command(app);
+  gradsweep::host::register_plugins_command(app);
+  gradsweep::cli::register_prepare_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,77 @@
+#pragma once
+// The record of a run: one JSON line per step in metrics.jsonl, and the summary.json written at the end.
+// The schema is documented in docs/results.md.
+#include "comm/host_communicator.hpp"
+
+#include <gradsweep/sdk/model.hpp>
+#include <gradsweep/sdk/strategy.hpp>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace gradsweep::host {
+
+struct StepTimes {  // seconds
+  double step = 0, data = 0, forward = 0, backward = 0, comm = 0, update = 0;
+};
+
+struct StepRecord {
+  std::int64_t step;
+  double loss;
+  double lr;
+  sdk::StepResult result;
+  StepTimes times;
+  CommStats comm;
+  double tokens_per_sec;  // all ranks together
+  double mfu;
+  std::optional<double> val_loss;
+  std::map<std::string, double> plugin_metrics;
+};
+
+// Running means over the measured steps (the first step, which pays for warm-up, is left out when
+// there are others).
+struct RunTotals {
+  std::int64_t steps = 0;
+  StepTimes times;
+  double bytes_sent = 0, bytes_received = 0, mfu = 0;
+  std::int64_t skipped_updates = 0;
+  void add(const StepRecord& r, bool warmup);
+};
+
+struct RunFacts {
+  sdk::ModelInfo model;
+  std::string model_name, strategy_name;
+  int world_size;
+  int threads;
+  std::int64_t steps;
+  double peak_flops;
+  double flops_per_token;
+  std::string device;
+  std::string comm_backend;
+};
+
+class MetricsLog {
+ public:
+  // Only `enabled` (rank 0) writes. Resuming at `start_step` > 0 keeps the records of earlier steps and
+  // drops any later ones left by the interrupted run, so every step appears exactly once.
+  MetricsLog(const std::filesystem::path& path, bool enabled, std::int64_t start_step);
+  void write(const StepRecord& record);
+
+ private:
+  std::ofstream out_;
+};
+
+nlohmann::json make_summary(const RunFacts& facts, const RunTotals& totals, double final_train_loss, double val_loss,
+                            const YAML::Node& resolved_config);
+
+// YAML -> JSON for the resolved config inside summary.json (scalars become numbers/bools when they parse).
+nlohmann::json yaml_to_json(const YAML::Node& node);
+
+}  // namespace gradsweep::host

@@ -1,0 +1,221 @@
+#include "train/trainer.hpp"
+
+#include "config/option_schema.hpp"
+#include "data/batch_loader.hpp"
+#include "data/token_shard.hpp"
+#include "plugins/plugin_instance.hpp"
+#include "services/logging.hpp"
+#include "services/step_metrics.hpp"
+#include "train/autocast_scope.hpp"
+#include "train/checkpoint.hpp"
+#include "train/gradient_hooks.hpp"
+#include "train/lr_schedule.hpp"
+#include "train/machine.hpp"
+#include "train/metrics_log.hpp"
+#include "util/atomic_file.hpp"
+
+#include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace gradsweep::host {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// A token id the model has no embedding row for would index out of bounds deep inside LibTorch.
+void check_vocabulary(const data::TokenShard& shard, const sdk::ModelInfo& info, const CellConfig& config) {
+  const std::uint16_t* tokens = shard.tokens();
+  const std::int64_t max_token = shard.size() == 0 ? 0 : *std::max_element(tokens, tokens + shard.size());
+  if (max_token >= info.vocab_size)
+    throw ConfigError({config.file + ": " + shard.path().string() + " holds token id " + std::to_string(max_token) +
+                       " but model '" + config.model_name + "' has vocab_size " + std::to_string(info.vocab_size) +
+                       "; set model.vocab_size to the tokenizer's vocabulary (see dataset.json)"});
+}
+
+std::vector<sdk::OptionSpec> specs_of(const PluginRecord& record) {
+  return {record.descriptor->options, record.descriptor->options + record.descriptor->option_count};
+}
+
+// Averages a scalar over ranks (for reporting only: not counted as the strategy's traffic).
+double mean_over_ranks(HostCommunicator& comm, double value) {
+  if (comm.size() == 1) return value;
+  torch::Tensor t = torch::tensor({value}, torch::kDouble);
+  sdk::check(comm.allreduce(t, sdk::ReduceOp::Sum));
+  comm.take_stats();
+  return t.item<double>() / comm.size();
+}
+
+// Everything a plugin's context refers to, kept alive as long as the plugin object.
+struct PluginServices {
+  sdk::Options options;
+  PluginLogger logger;
+};
+
+}  // namespace
+
+nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& registry, HostCommunicator& comm) {
+  const CellConfig& config = request.config;
+  const TrainSettings& train = config.train;
+  const int rank = comm.rank(), world = comm.size();
+  const torch::Device device(config.device);
+
+  const int threads = choose_threads(static_cast<int>(config.threads), comm.local_size());
+  torch::set_num_threads(threads);
+  spdlog::info("{} LibTorch threads ({} ranks on this node)", threads, comm.local_size());
+
+  // Same seed on every rank: identical initial weights without a broadcast.
+  torch::manual_seed(static_cast<std::uint64_t>(train.seed));
+
+  const PluginRecord& model_record = registry.find(sdk::PluginKind::Model, config.model_name);
+  const PluginRecord& strategy_record = registry.find(sdk::PluginKind::Strategy, config.strategy_name);
+  PluginServices model_services{resolve_plugin_options(config, "model", specs_of(model_record)),
+                                PluginLogger("model " + model_record.name)};
+  PluginServices strategy_services{resolve_plugin_options(config, "strategy", specs_of(strategy_record)),
+                                   PluginLogger("strategy " + strategy_record.name)};
+  StepMetrics plugin_metrics;
+  ModelInstance model(model_record, {model_services.options, model_services.logger, plugin_metrics, comm, device});
+  sdk::ModelInfo info;
+  model.call(model->info(&info), "info");
+  std::vector<sdk::Parameter> params;
+  model.call(model->parameters(&params), "parameters");
+  if (info.block_size > 0 && train.seq_len > info.block_size)
+    throw ConfigError({config.file + ": train.seq_len: " + std::to_string(train.seq_len) +
+                       " is longer than the model's block_size " + std::to_string(info.block_size)});
+
+  const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / world;
+  const data::BatchLoaderOptions batching{train.batch_size, train.seq_len, micro, rank, world};
+  const data::BatchLoader loader(data::TokenShard::open(config.train_data), batching);
+  const data::BatchLoader val_loader(data::TokenShard::open(config.val_data), batching);
+  for (const data::BatchLoader* l : {&loader, &val_loader}) check_vocabulary(l->shard(), info, config);
+  const std::int64_t micro_steps = loader.micro_batches_per_step();
+
+  StrategyInstance strategy(strategy_record,
+                            {strategy_services.options, strategy_services.logger, plugin_metrics, comm, device});
+  strategy.call(strategy->setup({params, train.optimizer, micro_steps}), "setup");
+  sdk::PrecisionPolicy precision;
+  strategy.call(strategy->precision(&precision), "precision");
+
+  std::vector<torch::Tensor> tensors;
+  for (const auto& p : params) tensors.push_back(p.tensor);
+  GradientHooks hooks(tensors, [&](std::size_t i) { strategy.call(strategy->gradient_ready(i), "gradient_ready"); });
+
+  double flops_per_token = 0.0;
+  model.call(model->flops_per_token(train.seq_len, &flops_per_token), "flops_per_token");
+  const double peak_flops =
+      config.peak_flops > 0 ? config.peak_flops : cpu_peak_flops(threads, default_cache_dir() / "peak_flops.json");
+
+  fs::create_directories(request.out_dir);
+  const fs::path checkpoint_dir = request.out_dir / "checkpoint";
+  std::int64_t start_step = 0;
+  if (request.resume)
+    if (auto step = load_checkpoint(checkpoint_dir, rank, model, strategy)) {
+      start_step = *step;
+      spdlog::info("resumed from {} at step {}", checkpoint_dir.string(), start_step);
+    }
+  MetricsLog log(request.out_dir / "metrics.jsonl", rank == 0, start_step);
+
+  auto evaluate = [&]() {
+    model.call(model->set_training(false), "set_training");
+    torch::NoGradGuard no_grad;
+    double sum = 0.0, count = 0.0;
+    for (std::int64_t i = rank; i < config.eval_batches; i += world) {
+      const data::Batch b = val_loader.eval_batch(i);
+      torch::Tensor loss;
+      model.call(model->loss({b.inputs.to(device), b.targets.to(device)}, nullptr, &loss), "loss");
+      sum += loss.item<double>();
+      count += 1;
+    }
+    model.call(model->set_training(true), "set_training");
+    return mean_over_ranks(comm, sum) * world / static_cast<double>(config.eval_batches);
+  };
+
+  const std::int64_t tokens_per_step = train.batch_size * train.seq_len;
+  RunTotals totals;
+  double train_loss = std::nan(""), val_loss = std::nan("");
+  model.call(model->set_training(true), "set_training");
+  for (std::int64_t step = start_step; step < train.steps; ++step) {
+    if (request.stop_after > 0 && step - start_step == request.stop_after) {
+      spdlog::warn("stopping after {} steps as asked (--stop-after); the next run resumes from the last checkpoint",
+                   request.stop_after);
+      return nlohmann::json{{"status", "interrupted"}, {"step", step}};
+    }
+    const auto step_start = Clock::now();
+    StepTimes t;
+    const sdk::StepContext ctx{step, learning_rate(step, train.steps, train.warmup_steps, train.optimizer.lr, train.min_lr)};
+    strategy.call(strategy->begin_step(ctx), "begin_step");
+    double loss_scale = 1.0;
+    strategy.call(strategy->loss_scale(&loss_scale), "loss_scale");
+    double loss_sum = 0.0;
+    for (std::int64_t m = 0; m < micro_steps; ++m) {
+      auto t0 = Clock::now();
+      const data::Batch b = loader.batch(step, m);
+      const sdk::Batch batch{b.inputs.to(device), b.targets.to(device)};
+      t.data += seconds_since(t0);
+      t0 = Clock::now();
+      torch::Tensor loss;
+      {
+        AutocastScope autocast(device.type(), precision.compute_dtype);
+        model.call(model->loss(batch, nullptr, &loss), "loss");
+      }
+      loss_sum += loss.item<double>();
+      t.forward += seconds_since(t0);
+      t0 = Clock::now();
+      if (m + 1 == micro_steps) hooks.arm();
+      (loss * (loss_scale / static_cast<double>(micro_steps))).backward();
+      if (m + 1 == micro_steps) hooks.finish();
+      t.backward += seconds_since(t0);
+    }
+    auto t0 = Clock::now();
+    strategy.call(strategy->end_backward(), "end_backward");
+    sdk::StepResult result;
+    strategy.call(strategy->update(ctx, &result), "update");
+    t.update = seconds_since(t0);
+    const CommStats comm_stats = comm.take_stats();
+    t.step = seconds_since(step_start);
+    t.comm = comm_stats.seconds;
+
+    train_loss = mean_over_ranks(comm, loss_sum / static_cast<double>(micro_steps));
+    if (!std::isfinite(train_loss))
+      throw std::runtime_error("step " + std::to_string(step) + ": loss is " + std::to_string(train_loss) +
+                               " (diverged); lower train.lr or enable gradient clipping");
+    const bool last = step + 1 == train.steps;
+    std::optional<double> step_val;
+    if ((config.eval_every > 0 && (step + 1) % config.eval_every == 0) || last) step_val = val_loss = evaluate();
+
+    StepRecord record{step,          train_loss,  ctx.lr,        result,     t,
+                      comm_stats,    tokens_per_step / t.step,
+                      flops_per_token * static_cast<double>(tokens_per_step) / world / t.step / peak_flops,
+                      step_val,      plugin_metrics.take()};
+    log.write(record);
+    totals.add(record, step == start_step && train.steps - start_step > 1);
+    if (rank == 0 && (step % config.log_every == 0 || last))
+      spdlog::info("step {:>5}/{} loss {:.4f} lr {:.2e} {:.0f} tok/s{}", step + 1, train.steps, train_loss, ctx.lr,
+                   record.tokens_per_sec, step_val ? fmt::format(" val {:.4f}", *step_val) : "");
+    if ((config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0) || last)
+      save_checkpoint(checkpoint_dir, rank, step + 1, model, strategy);
+  }
+  if (std::isnan(val_loss)) val_loss = evaluate();  // resumed after the last step
+
+  YAML::Node resolved = YAML::Clone(config.resolved);
+  resolved["model"] = to_yaml(model_services.options);
+  resolved["model"]["name"] = config.model_name;
+  resolved["strategy"] = to_yaml(strategy_services.options);
+  resolved["strategy"]["name"] = config.strategy_name;
+  RunFacts facts{info, config.model_name, config.strategy_name, world, threads, train.steps, peak_flops,
+                 flops_per_token, config.device, comm.backend()};
+  nlohmann::json summary = make_summary(facts, totals, train_loss, val_loss, resolved);
+  if (rank == 0) {
+    write_file_atomically(request.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");
+    write_file_atomically(request.out_dir / "summary.json", summary.dump(2) + "\n");
+  }
+  return summary;
+}
+
+}  // namespace gradsweep::host

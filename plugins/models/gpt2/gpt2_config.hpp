@@ -1,0 +1,44 @@
+#pragma once
+// GPT-2's hyperparameters: the option schema, the named presets, and how the two combine.
+//
+// A preset fixes every size; any size the user also gives overrides the preset's. Without a preset every
+// size must be given. The resolved config is validated here, before a single tensor is allocated, so a
+// bad experiment fails with a sentence naming the option rather than with a LibTorch shape error.
+#include <gradsweep/sdk/options.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace gradsweep::models::gpt2 {
+
+struct Gpt2Config {
+  std::int64_t n_layer = 0;
+  std::int64_t n_head = 0;
+  std::int64_t n_embd = 0;
+  std::int64_t block_size = 0;  // longest sequence; the size of the position table
+  std::int64_t vocab_size = 0;
+  double dropout = 0.0;  // embeddings, attention weights, residual branches
+};
+
+inline constexpr std::array<sdk::OptionSpec, 7> kGpt2Options{{
+    {"preset", sdk::OptionType::String, nullptr,
+     "named size: gpt2-124m, gpt2-bai-100m, gpt2-small-cpu, gpt2-tiny (the sizes below override it)"},
+    {"n_layer", sdk::OptionType::Int, nullptr, "number of transformer blocks (default: the preset's)"},
+    {"n_head", sdk::OptionType::Int, nullptr, "attention heads per block; must divide n_embd (default: the preset's)"},
+    {"n_embd", sdk::OptionType::Int, nullptr, "width of the residual stream (default: the preset's)"},
+    {"block_size", sdk::OptionType::Int, nullptr, "longest sequence, size of the position table (default: the preset's)"},
+    {"vocab_size", sdk::OptionType::Int, nullptr, "number of token ids (default: the preset's)"},
+    {"dropout", sdk::OptionType::Float, "0.0", "dropout probability on embeddings, attention and residual branches"},
+}};
+
+// The preset named `name`; throws, listing the known presets, when there is none.
+Gpt2Config preset(const std::string& name);
+
+// The comma-separated preset names, for messages and docs.
+std::string preset_names();
+
+// The preset (if any) with the user's sizes applied, validated.
+Gpt2Config resolve_config(const sdk::Options& options);
+
+}  // namespace gradsweep::models::gpt2

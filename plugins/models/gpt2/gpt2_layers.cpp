@@ -1,0 +1,63 @@
+#include "gpt2_layers.hpp"
+
+#include <torch/nn/functional/activation.h>
+
+#include <cmath>
+#include <limits>
+
+namespace gradsweep::models::gpt2 {
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(std::int64_t n_embd, std::int64_t n_head, double dropout)
+    : n_head_(n_head) {
+  c_attn = register_module("c_attn", torch::nn::Linear(n_embd, 3 * n_embd));
+  c_proj = register_module("c_proj", torch::nn::Linear(n_embd, n_embd));
+  attn_dropout = register_module("attn_dropout", torch::nn::Dropout(dropout));
+  resid_dropout = register_module("resid_dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const std::int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+  const std::int64_t head_size = C / n_head_;
+  auto qkv = c_attn(x).split(C, /*dim=*/2);  // three (B,T,C)
+  auto split_heads = [&](const torch::Tensor& t) {
+    return t.view({B, T, n_head_, head_size}).transpose(1, 2);  // (B,nh,T,hs)
+  };
+  const auto q = split_heads(qkv[0]);
+  const auto k = split_heads(qkv[1]);
+  const auto v = split_heads(qkv[2]);
+
+  auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_size)));  // (B,nh,T,T)
+  // True above the diagonal: key positions that lie in the query's future. A fresh (T,T) mask per call
+  // costs nothing next to the (B,nh,T,T) scores, and follows the input to whatever device it is on.
+  const auto future = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
+  att = att.masked_fill(future, -std::numeric_limits<float>::infinity());
+  att = attn_dropout(torch::softmax(att, /*dim=*/-1));
+  auto y = torch::matmul(att, v);                          // (B,nh,T,hs)
+  y = y.transpose(1, 2).contiguous().view({B, T, C});      // heads side by side again
+  return resid_dropout(c_proj(y));
+}
+
+MlpImpl::MlpImpl(std::int64_t n_embd, double p) {
+  c_fc = register_module("c_fc", torch::nn::Linear(n_embd, 4 * n_embd));
+  c_proj = register_module("c_proj", torch::nn::Linear(4 * n_embd, n_embd));
+  dropout = register_module("dropout", torch::nn::Dropout(p));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  namespace F = torch::nn::functional;
+  return dropout(c_proj(F::gelu(c_fc(x), F::GELUFuncOptions().approximate("tanh"))));
+}
+
+BlockImpl::BlockImpl(std::int64_t n_embd, std::int64_t n_head, double dropout) {
+  ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({n_embd})));
+  attn = register_module("attn", CausalSelfAttention(n_embd, n_head, dropout));
+  ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({n_embd})));
+  mlp = register_module("mlp", Mlp(n_embd, dropout));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
+  auto h = x + attn(ln_1(x));
+  return h + mlp(ln_2(h));
+}
+
+}  // namespace gradsweep::models::gpt2

@@ -1,0 +1,61 @@
+#pragma once
+// The pieces of one GPT-2 block: causal self-attention, the GELU MLP, and the pre-LayerNorm block that
+// wires them into the residual stream. Submodule names follow OpenAI's checkpoint ("attn.c_attn",
+// "mlp.c_proj", ...) so that parameter names read like every other GPT-2 implementation's.
+#include <torch/nn/module.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+
+namespace gradsweep::models::gpt2 {
+
+// Multi-head attention in which position t sees positions 0..t only. Written with matmul + mask +
+// softmax rather than a fused kernel, so one source builds against LibTorch 1.13 and 2.x alike.
+class CausalSelfAttentionImpl : public torch::nn::Module {
+ public:
+  CausalSelfAttentionImpl(std::int64_t n_embd, std::int64_t n_head, double dropout);
+  // x is (B,T,C); returns (B,T,C).
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear c_attn{nullptr};  // C -> 3C: query, key and value side by side
+  torch::nn::Linear c_proj{nullptr};  // C -> C: back into the residual stream
+  torch::nn::Dropout attn_dropout{nullptr};
+  torch::nn::Dropout resid_dropout{nullptr};
+
+ private:
+  std::int64_t n_head_;
+};
+TORCH_MODULE(CausalSelfAttention);
+
+// Position-wise feed-forward: C -> 4C -> GELU (tanh approximation, as GPT-2 was trained) -> C.
+class MlpImpl : public torch::nn::Module {
+ public:
+  MlpImpl(std::int64_t n_embd, double dropout);
+  // x is (B,T,C); returns (B,T,C).
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear c_fc{nullptr};
+  torch::nn::Linear c_proj{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+// Pre-LayerNorm: each branch reads a normalised copy of the stream and adds its result back, so the
+// stream itself is never normalised until ln_f.
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(std::int64_t n_embd, std::int64_t n_head, double dropout);
+  // x is (B,T,C); returns (B,T,C).
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::LayerNorm ln_1{nullptr};
+  CausalSelfAttention attn{nullptr};
+  torch::nn::LayerNorm ln_2{nullptr};
+  Mlp mlp{nullptr};
+};
+TORCH_MODULE(Block);
+
+}  // namespace gradsweep::models::gpt2

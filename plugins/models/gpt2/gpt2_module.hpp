@@ -1,0 +1,35 @@
+#pragma once
+// The GPT-2 network up to the final LayerNorm. There is no lm_head module: the output projection is
+// the token embedding itself (weight tying), applied by the loss, which may use only some of its rows.
+#include "gpt2_config.hpp"
+#include "gpt2_layers.hpp"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+namespace gradsweep::models::gpt2 {
+
+class Gpt2Impl : public torch::nn::Module {
+ public:
+  explicit Gpt2Impl(const Gpt2Config& config);
+
+  // idx is (B,T) token ids with T <= block_size; returns the final hidden states, (B,T,C).
+  torch::Tensor forward(const torch::Tensor& idx);
+
+  torch::nn::Embedding wte{nullptr};  // (V,C): input embedding and, transposed, the output projection
+  torch::nn::Embedding wpe{nullptr};  // (block_size,C)
+  torch::nn::Dropout drop{nullptr};
+  torch::nn::ModuleList h{nullptr};  // n_layer Blocks
+  torch::nn::LayerNorm ln_f{nullptr};
+
+ private:
+  // GPT-2's initialisation (see the definition for the rules).
+  void init_weights(std::int64_t n_layer);
+};
+TORCH_MODULE(Gpt2);
+
+}  // namespace gradsweep::models::gpt2

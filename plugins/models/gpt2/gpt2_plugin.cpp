@@ -1,0 +1,70 @@
+// The `gpt2` model plugin: GPT-2 behind the SDK's Model interface.
+#include "gpt2_config.hpp"
+#include "gpt2_module.hpp"
+#include "lm_loss.hpp"
+
+#include <gradsweep/sdk/plugin.hpp>
+
+#include <string>
+#include <vector>
+
+namespace gradsweep::models::gpt2 {
+
+class Gpt2Model final : public sdk::Model {
+ public:
+  explicit Gpt2Model(const sdk::PluginContext& context)
+      : sdk::Model(context), config_(resolve_config(context.options)), net_(config_) {
+    // Initialised on the CPU from the host-seeded global generator, then moved: the same seed gives the
+    // same weights whatever the device.
+    net_->to(context.device);
+    for (const auto& p : net_->parameters()) num_parameters_ += p.numel();
+    context.log.info("gpt2: " + std::to_string(config_.n_layer) + " layers, " + std::to_string(config_.n_head) +
+                     " heads, n_embd " + std::to_string(config_.n_embd) + ", block_size " +
+                     std::to_string(config_.block_size) + ", vocab " + std::to_string(config_.vocab_size) + ", " +
+                     std::to_string(num_parameters_) + " parameters");
+  }
+
+ protected:
+  sdk::ModelInfo describe() override {
+    sdk::ModelInfo info;
+    info.architecture = "gpt2";
+    info.vocab_size = config_.vocab_size;
+    info.block_size = config_.block_size;
+    info.num_parameters = num_parameters_;
+    info.supports_output_subset = true;
+    return info;
+  }
+
+  // The module's registration order, under its dotted names ("h.3.attn.c_attn.weight"). wte is the only
+  // row-sparse parameter: a step touches the rows of the tokens it reads and of the outputs it scores.
+  std::vector<sdk::Parameter> named_parameters() override {
+    std::vector<sdk::Parameter> out;
+    for (const auto& item : net_->named_parameters()) out.push_back({item.key(), item.value(), item.key() == "wte.weight"});
+    return out;
+  }
+
+  torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
+    check_batch(batch, config_.block_size, "gpt2");
+    const auto hidden = net_->forward(batch.inputs);  // (B,T,C)
+    return lm_head_loss(hidden, net_->wte->weight, /*bias=*/{}, batch, subset);
+  }
+
+  // llm.c's estimate: 6 FLOPs per parameter per token (2 forward, 4 backward) for the matrix products,
+  // plus attention's scores and weighted sum, 2*C*T forward per layer each way, times 3 for backward.
+  double training_flops_per_token(std::int64_t seq_len) override {
+    return 6.0 * static_cast<double>(num_parameters_) +
+           6.0 * static_cast<double>(config_.n_layer * config_.n_embd) * static_cast<double>(seq_len);
+  }
+
+  void train_mode(bool training) override { net_->train(training); }
+
+ private:
+  Gpt2Config config_;
+  Gpt2 net_;
+  std::int64_t num_parameters_ = 0;
+};
+
+}  // namespace gradsweep::models::gpt2
+
+GRADSWEEP_MODEL_PLUGIN("gpt2", "1.0.0", "GPT-2 (pre-LN transformer LM, tied head, presets 124M to tiny)",
+                       gradsweep::models::gpt2::Gpt2Model, gradsweep::models::gpt2::kGpt2Options)

@@ -1,0 +1,78 @@
+// The `lstm_lm` model plugin: an LSTM language model (the kind Xiao et al. 2017 trained) behind the
+// SDK's Model interface.
+#include "lm_loss.hpp"
+#include "lstm_config.hpp"
+#include "lstm_module.hpp"
+
+#include <gradsweep/sdk/plugin.hpp>
+
+#include <string>
+#include <vector>
+
+namespace gradsweep::models::lstm_lm {
+
+class LstmLmModel final : public sdk::Model {
+ public:
+  explicit LstmLmModel(const sdk::PluginContext& context)
+      : sdk::Model(context), config_(resolve_config(context.options)), net_(config_) {
+    // Initialised on the CPU from the host-seeded global generator, then moved (LibTorch re-flattens the
+    // LSTM weights for cuDNN on the way).
+    net_->to(context.device);
+    for (const auto& p : net_->parameters()) num_parameters_ += p.numel();
+    for (const auto& p : net_->lstm->parameters()) recurrent_parameters_ += p.numel();
+    context.log.info("lstm_lm: vocab " + std::to_string(config_.vocab_size) + ", emb_dim " +
+                     std::to_string(config_.emb_dim) + ", " + std::to_string(config_.n_layer) + " x " +
+                     std::to_string(config_.hidden_dim) + " LSTM, " + (config_.tie_weights ? "tied" : "untied") +
+                     ", " + std::to_string(num_parameters_) + " parameters");
+  }
+
+ protected:
+  sdk::ModelInfo describe() override {
+    sdk::ModelInfo info;
+    info.architecture = "lstm_lm";
+    info.vocab_size = config_.vocab_size;
+    info.block_size = 0;  // recurrent: any length
+    info.num_parameters = num_parameters_;
+    info.supports_output_subset = true;
+    return info;
+  }
+
+  // Registration order, dotted names. Both token-indexed matrices are row-sparse. output.bias is indexed
+  // by token too (under a sampled softmax only the sampled entries get a gradient), but it is V floats:
+  // strategies gain nothing from treating it sparsely, so it is reported dense.
+  std::vector<sdk::Parameter> named_parameters() override {
+    std::vector<sdk::Parameter> out;
+    for (const auto& item : net_->named_parameters()) {
+      const bool token_rows = item.key() == "embedding.weight" || item.key() == "output.weight";
+      out.push_back({item.key(), item.value(), token_rows});
+    }
+    return out;
+  }
+
+  torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
+    check_batch(batch, /*block_size=*/0, "lstm_lm");
+    const auto hidden = net_->forward(batch.inputs);  // (B,T,H)
+    return lm_head_loss(hidden, net_->output_weight(), net_->output->bias, batch, subset);
+  }
+
+  // 6 FLOPs per parameter per token that takes part in a matrix product (2 forward, 4 backward): the
+  // LSTM's weights and the (V,H) output matrix with its bias, counted once even when it is the tied
+  // embedding. The embedding lookup is a gather and costs nothing. Independent of seq_len.
+  double training_flops_per_token(std::int64_t /*seq_len*/) override {
+    const std::int64_t output_matrix = config_.vocab_size * config_.hidden_dim;
+    return 6.0 * static_cast<double>(recurrent_parameters_ + output_matrix + config_.vocab_size);
+  }
+
+  void train_mode(bool training) override { net_->train(training); }
+
+ private:
+  LstmConfig config_;
+  LstmLm net_;
+  std::int64_t num_parameters_ = 0;
+  std::int64_t recurrent_parameters_ = 0;
+};
+
+}  // namespace gradsweep::models::lstm_lm
+
+GRADSWEEP_MODEL_PLUGIN("lstm_lm", "1.0.0", "LSTM language model (embedding, stacked LSTM, softmax; optional tying)",
+                       gradsweep::models::lstm_lm::LstmLmModel, gradsweep::models::lstm_lm::kLstmOptions)

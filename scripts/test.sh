@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The README's test command: set up everything, build, and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/build.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900

@@ -1,0 +1,113 @@
+// Cell configuration: defaults, types, unknown keys with file:line:column, all problems at once.
+#include "config/cell_config.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gradsweep {
+namespace {
+
+using host::ConfigError;
+using host::parse_cell_config;
+
+const char* kValid = R"(model:
+  name: gpt2
+  preset: gpt2-tiny
+data:
+  train: d/train.bin
+  val: /abs/val.bin
+train:
+  steps: 10
+  batch_size: 8
+  seq_len: 32
+  lr: 1e-3
+)";
+
+std::vector<std::string> problems_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_cell_config(yaml, "exp.yaml", "/base", overrides);
+  } catch (const ConfigError& e) {
+    return e.problems();
+  }
+  return {};
+}
+
+TEST(CellConfig, ValidFileGetsDefaultsAndResolvedPaths) {
+  const auto c = parse_cell_config(kValid, "exp.yaml", "/base");
+  EXPECT_EQ(c.model_name, "gpt2");
+  EXPECT_EQ(c.strategy_name, "single");  // the default strategy
+  EXPECT_EQ(c.train_data, "/base/d/train.bin");
+  EXPECT_EQ(c.val_data, "/abs/val.bin");
+  EXPECT_EQ(c.train.steps, 10);
+  EXPECT_DOUBLE_EQ(c.train.optimizer.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(c.train.optimizer.beta2, 0.95);
+  EXPECT_EQ(c.train.optimizer.kind, sdk::OptimizerSpec::Kind::AdamW);
+  EXPECT_EQ(c.resolved["train"]["grad_clip"].as<double>(), 1.0);
+}
+
+TEST(CellConfig, UnknownKeyNamesKeyFileLineAndSuggestion) {
+  std::string yaml = kValid;
+  yaml += "  warmup_stpes: 5\n";
+  const auto problems = problems_of(yaml);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("exp.yaml:12:3: train.warmup_stpes: unknown key"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("did you mean 'warmup_steps'"), std::string::npos) << problems[0];
+}
+
+TEST(CellConfig, ReportsEveryProblemAtOnce) {
+  const auto problems = problems_of(R"(model: {name: gpt2}
+data: {train: a.bin}
+train:
+  steps: many
+  batch_size: 8
+  seq_len: -4
+evaluation: {every: 3}
+)");
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  EXPECT_NE(all.find("exp.yaml:4:10: train.steps: expected an integer, got 'many'"), std::string::npos) << all;
+  EXPECT_NE(all.find("data.val: required key missing"), std::string::npos) << all;
+  EXPECT_NE(all.find("exp.yaml:7:1: evaluation: unknown section"), std::string::npos) << all;
+  EXPECT_GE(problems.size(), 3u) << all;
+}
+
+TEST(CellConfig, SemanticChecksAfterTypes) {
+  const auto problems = problems_of(kValid, {"train.seq_len=0", "runtime.device=tpu"});
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  EXPECT_NE(all.find("train.seq_len: must be positive"), std::string::npos) << all;
+  EXPECT_NE(all.find("runtime.device: expected cpu, cuda or cuda:N"), std::string::npos) << all;
+}
+
+TEST(CellConfig, OverridesApplyAndCreateSections) {
+  const auto c = parse_cell_config(kValid, "exp.yaml", "/base", {"train.lr=5e-4", "strategy.name=ring", "eval.every=7"});
+  EXPECT_DOUBLE_EQ(c.train.optimizer.lr, 5e-4);
+  EXPECT_EQ(c.strategy_name, "ring");
+  EXPECT_EQ(c.eval_every, 7);
+  EXPECT_THROW(parse_cell_config(kValid, "exp.yaml", "/base", {"no-equals-sign"}), std::runtime_error);
+}
+
+TEST(CellConfig, PluginOptionsValidatedAgainstTheirSchema) {
+  const auto c = parse_cell_config(kValid, "exp.yaml", "/base", {"model.n_layer=two"});
+  const std::vector<sdk::OptionSpec> specs{{"preset", sdk::OptionType::String, nullptr, ""},
+                                           {"n_layer", sdk::OptionType::Int, nullptr, ""}};
+  try {
+    host::resolve_plugin_options(c, "model", specs);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.n_layer: expected an integer, got 'two'"), std::string::npos)
+        << e.what();
+  }
+  const auto ok = parse_cell_config(kValid, "exp.yaml", "/base", {"model.n_layer=3"});
+  const sdk::Options options = host::resolve_plugin_options(ok, "model", specs);
+  EXPECT_EQ(options.integer("n_layer"), 3);
+  EXPECT_EQ(options.text("preset"), "gpt2-tiny");
+}
+
+TEST(CellConfig, MalformedYamlHasPosition) {
+  const auto problems = problems_of("model: [unclosed\n");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rfind("exp.yaml:", 0), 0u) << problems[0];
+}
+
+}  // namespace
+}  // namespace gradsweep

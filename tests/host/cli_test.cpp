@@ -1,0 +1,79 @@
+// The command line as a user meets it: errors that say what is wrong and where.
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace gradsweep {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string gradsweep(const std::string& args) { return test::gradsweep_binary().string() + " " + args; }
+
+TEST(Cli, VersionAndHelp) {
+  const auto v = test::run_command(gradsweep("--version"));
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.output.find("SDK ABI"), std::string::npos) << v.output;
+  for (const char* sub : {"train", "plugins", "prepare"}) {
+    const auto h = test::run_command(gradsweep(std::string(sub) + " --help"));
+    EXPECT_EQ(h.exit_code, 0) << sub;
+    EXPECT_NE(h.output.find("Usage"), std::string::npos) << h.output;
+  }
+}
+
+TEST(Cli, PluginsJsonListsEveryBuiltPlugin) {
+  const auto r = test::run_command(gradsweep("plugins --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  std::set<std::string> names;
+  for (const auto& p : j["plugins"]) {
+    names.insert(p["kind"].get<std::string>() + ":" + p["name"].get<std::string>());
+    EXPECT_EQ(p["abi"], "1.0");
+    EXPECT_TRUE(fs::exists(p["path"].get<std::string>()));
+  }
+  EXPECT_TRUE(names.count("model:gpt2"));
+  EXPECT_TRUE(names.count("model:lstm_lm"));
+  EXPECT_TRUE(names.count("strategy:single"));
+}
+
+TEST(Cli, PluginsListsRefusedFilesWithReason) {
+  const auto r = test::run_command(gradsweep("plugins --path " + (test::build_dir() / "test-plugins" / "refused").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("refused:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("plugin SDK ABI 99.0"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TrainConfigErrorNamesFileLineAndKey) {
+  const fs::path dir = test::scratch_dir();
+  test::write_text(dir / "bad.yaml", "model: {name: gpt2}\ndata: {train: a.bin, val: b.bin}\ntrain:\n  steps: 5\n"
+                                     "  batch_size: 4\n  seq_len: 8\n  learning_rate: 0.1\n");
+  const auto r = test::run_command(gradsweep("train " + (dir / "bad.yaml").string() + " --out " + (dir / "o").string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("bad.yaml:7:3: train.learning_rate: unknown key"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TrainUnknownModelListsAvailable) {
+  const fs::path dir = test::scratch_dir();
+  const fs::path corpus = test::byte_corpus();
+  test::write_text(dir / "c.yaml", "model: {name: gtp2}\ndata: {train: " + (corpus / "train.bin").string() +
+                                       ", val: " + (corpus / "val.bin").string() +
+                                       "}\ntrain: {steps: 2, batch_size: 2, seq_len: 8}\n");
+  const auto r = test::run_command(gradsweep("train " + (dir / "c.yaml").string() + " --out " + (dir / "o").string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("unknown model plugin 'gtp2'; available: gpt2, lstm_lm"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TrainRejectsTokensBeyondTheModelVocabulary) {
+  const fs::path dir = test::scratch_dir();
+  const fs::path corpus = test::byte_corpus();
+  test::write_text(dir / "c.yaml", "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 100}\ndata: {train: " +
+                                       (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
+                                       "}\ntrain: {steps: 2, batch_size: 2, seq_len: 8}\n");
+  const auto r = test::run_command(gradsweep("train " + (dir / "c.yaml").string() + " --out " + (dir / "o").string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("has vocab_size 100"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace gradsweep

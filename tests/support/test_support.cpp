@@ -1,0 +1,146 @@
+#include "support/test_support.hpp"
+
+#include "support/plugin_fixture.hpp"
+
+#include "comm/host_communicator.hpp"
+#include "config/config_error.hpp"
+#include "config/option_schema.hpp"
+#include "plugins/plugin_instance.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "services/logging.hpp"
+#include "services/step_metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+namespace gradsweep::test {
+namespace fs = std::filesystem;
+
+fs::path plugin_dir() { return GRADSWEEP_TEST_PLUGIN_DIR; }
+fs::path gradsweep_binary() { return GRADSWEEP_TEST_BINARY; }
+fs::path source_dir() { return GRADSWEEP_TEST_SOURCE_DIR; }
+fs::path build_dir() { return GRADSWEEP_TEST_BUILD_DIR; }
+
+fs::path scratch_dir(const std::string& tag) {
+  std::string name = "scratch";
+  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
+    name = std::string(info->test_suite_name()) + "." + info->name();
+  for (char& c : name)
+    if (c == '/') c = '_';
+  const fs::path dir = build_dir() / "test-scratch" / (name + tag);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+CommandResult run_command(const std::string& command_line) {
+  const std::string full = command_line + " 2>&1";
+  FILE* pipe = popen(full.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) output += buffer.data();
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+fs::path byte_corpus() {
+  // Prepared once per build tree; the lock keeps parallel test processes from racing on it.
+  const fs::path dir = build_dir() / "test-data" / "fortunes-byte";
+  if (fs::exists(dir / "train.bin") && fs::exists(dir / "val.bin")) return dir;
+  const fs::path staging = build_dir() / "test-data" / ("fortunes-byte.staging." + std::to_string(::getpid()));
+  fs::create_directories(staging);
+  const std::string cmd = gradsweep_binary().string() + " prepare --tokenizer byte --out " + staging.string() +
+                          " --input /usr/share/games/fortunes/fortunes /usr/share/games/fortunes/literature "
+                          "/usr/share/games/fortunes/science";
+  const CommandResult r = run_command(cmd);
+  if (r.exit_code != 0) throw std::runtime_error("preparing the test corpus failed: " + r.output);
+  std::error_code ec;
+  fs::rename(staging, dir, ec);  // another process may have won the race: both results are identical
+  if (ec) fs::remove_all(staging);
+  return dir;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// ---- plugin fixture -------------------------------------------------------------------------------
+
+namespace {
+
+host::PluginRegistry& registry() {
+  static host::PluginRegistry r = [] {
+    host::PluginRegistry reg;
+    reg.scan({plugin_dir()});
+    return reg;
+  }();
+  return r;
+}
+
+class HostedModel final : public LoadedModel {
+ public:
+  HostedModel(const host::PluginRecord& record, sdk::Options options, torch::Device device)
+      : options_(std::move(options)),
+        logger_("model " + record.name),
+        comm_(host::make_local_communicator()),
+        instance_(record, sdk::PluginContext{options_, logger_, metrics_, *comm_, device}) {}
+  sdk::ModelAbi* operator->() override { return &*instance_; }
+
+ private:
+  sdk::Options options_;
+  host::PluginLogger logger_;
+  host::StepMetrics metrics_;
+  std::unique_ptr<host::HostCommunicator> comm_;
+  host::ModelInstance instance_;
+};
+
+}  // namespace
+
+sdk::ModelInfo LoadedModel::info() {
+  sdk::ModelInfo out;
+  sdk::check((*this)->info(&out));
+  return out;
+}
+std::vector<sdk::Parameter> LoadedModel::parameters() {
+  std::vector<sdk::Parameter> out;
+  sdk::check((*this)->parameters(&out));
+  return out;
+}
+torch::Tensor LoadedModel::loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) {
+  torch::Tensor out;
+  sdk::check((*this)->loss(batch, subset, &out));
+  return out;
+}
+double LoadedModel::flops_per_token(std::int64_t seq_len) {
+  double out = 0;
+  sdk::check((*this)->flops_per_token(seq_len, &out));
+  return out;
+}
+void LoadedModel::set_training(bool training) { sdk::check((*this)->set_training(training)); }
+
+std::shared_ptr<LoadedModel> load_model(const std::string& name, const std::string& options_yaml,
+                                        torch::Device device) {
+  const host::PluginRecord& record = registry().find(sdk::PluginKind::Model, name);
+  host::Diagnostics diag("<test options>");
+  const std::vector<sdk::OptionSpec> specs(record.descriptor->options,
+                                           record.descriptor->options + record.descriptor->option_count);
+  sdk::Options options = host::resolve_options(YAML::Load(options_yaml), "model", specs, {"name"}, diag);
+  diag.throw_if_any();
+  return std::make_shared<HostedModel>(record, std::move(options), device);
+}
+
+}  // namespace gradsweep::test

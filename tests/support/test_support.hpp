@@ -1,0 +1,31 @@
+#pragma once
+// Helpers shared by the test suites: where the built binary and plugins are, a scratch directory,
+// running the CLI as a user would, and a small real-text corpus prepared once per test binary.
+#include <filesystem>
+#include <string>
+
+namespace gradsweep::test {
+
+std::filesystem::path plugin_dir();
+std::filesystem::path gradsweep_binary();
+std::filesystem::path source_dir();
+std::filesystem::path build_dir();
+
+// A fresh empty directory under the build tree, named after the running test.
+std::filesystem::path scratch_dir(const std::string& tag = "");
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+// Runs a shell command line, capturing its output.
+CommandResult run_command(const std::string& command_line);
+
+// Fortunes (Debian package `fortunes`) tokenized at byte level by `gradsweep prepare`, made once and
+// shared: <dir>/train.bin, <dir>/val.bin, vocabulary 256.
+std::filesystem::path byte_corpus();
+
+void write_text(const std::filesystem::path& path, const std::string& text);
+std::string read_text(const std::filesystem::path& path);
+
+}  // namespace gradsweep::test
