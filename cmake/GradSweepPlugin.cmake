@@ -7,11 +7,10 @@
 function(gradsweep_add_plugin target)
   cmake_parse_arguments(ARG "" "OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
   add_library(${target} MODULE ${ARG_SOURCES})
-  if(TARGET GradSweep::sdk)
-    target_link_libraries(${target} PRIVATE GradSweep::sdk)
-  else()
-    target_link_libraries(${target} PRIVATE gradsweep_sdk)
+  if(NOT TARGET GradSweep::sdk)
+    message(FATAL_ERROR "gradsweep_add_plugin: GradSweep::sdk not found; call find_package(GradSweepSDK) first")
   endif()
+  target_link_libraries(${target} PRIVATE GradSweep::sdk)
   set_target_properties(${target} PROPERTIES
     PREFIX ""
     CXX_VISIBILITY_PRESET hidden

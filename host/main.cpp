@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;
-    return 1;
+    return 2;
   }
   return 0;
 }

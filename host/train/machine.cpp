@@ -64,7 +64,7 @@ double cpu_peak_flops(int threads, const fs::path& cache_file) {
   }
   cache[key] = best;
   try {
-    write_file_atomically(cache_file, cache.dump(2));
+    util::write_file_atomically(cache_file, cache.dump(2));
   } catch (const std::exception&) {
     // A read-only home only costs a remeasurement next time.
   }

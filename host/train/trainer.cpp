@@ -212,8 +212,8 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
                  flops_per_token, config.device, comm.backend()};
   nlohmann::json summary = make_summary(facts, totals, train_loss, val_loss, resolved);
   if (rank == 0) {
-    write_file_atomically(request.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");
-    write_file_atomically(request.out_dir / "summary.json", summary.dump(2) + "\n");
+    util::write_file_atomically(request.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");
+    util::write_file_atomically(request.out_dir / "summary.json", summary.dump(2) + "\n");
   }
   return summary;
 }

@@ -69,6 +69,7 @@ TEST(Prepare, ByteShardsDecodeToTheSourceQuotationsWithTheLastOnesForValidation)
   options.out_dir = dir / "data";
   options.tokenizer = "byte";
   options.val_fraction = 0.1;
+  options.shuffle_seed = -1;  // file order, so the split is checkable document by document
   const PrepareResult result = prepare_corpus(options);
 
   const std::vector<std::string> expected = expected_documents();
@@ -109,6 +110,35 @@ TEST(Prepare, ByteShardsDecodeToTheSourceQuotationsWithTheLastOnesForValidation)
   EXPECT_GT(loader.num_batches(), 10);
 }
 
+TEST(Prepare, ShufflesDocumentsDeterministicallyBeforeTheSplit) {
+  TempDir dir;
+  PrepareOptions options;
+  options.inputs = fortune_inputs();
+  options.tokenizer = "byte";
+  options.val_fraction = 0.1;
+  options.out_dir = dir / "a";
+  const PrepareResult a = prepare_corpus(options);
+  options.out_dir = dir / "b";
+  prepare_corpus(options);
+  options.out_dir = dir / "c";
+  options.shuffle_seed = 99;
+  prepare_corpus(options);
+
+  const std::vector<std::string> expected = expected_documents();
+  std::vector<std::string> train = decode_documents(a.train_path);
+  const std::vector<std::string> val = decode_documents(a.val_path);
+  EXPECT_NE(train, std::vector<std::string>(expected.begin(), expected.begin() + a.train_documents));
+  // Same documents, only reordered; same seed, same bytes; another seed, another order.
+  std::vector<std::string> all = train;
+  all.insert(all.end(), val.begin(), val.end());
+  std::vector<std::string> sorted_expected = expected;
+  std::sort(all.begin(), all.end());
+  std::sort(sorted_expected.begin(), sorted_expected.end());
+  EXPECT_EQ(all, sorted_expected);
+  EXPECT_EQ(read_token_shard(dir / "a" / "train.bin"), read_token_shard(dir / "b" / "train.bin"));
+  EXPECT_NE(read_token_shard(dir / "a" / "train.bin"), read_token_shard(dir / "c" / "train.bin"));
+}
+
 TEST(Prepare, WordVocabularyIsFitOnTrainingDocumentsOnly) {
   TempDir dir;
   PrepareOptions options;
@@ -117,6 +147,7 @@ TEST(Prepare, WordVocabularyIsFitOnTrainingDocumentsOnly) {
   options.tokenizer = "word";
   options.vocab = 50000;  // larger than the number of distinct words: every train word is kept
   options.lowercase = true;
+  options.shuffle_seed = -1;
   const PrepareResult result = prepare_corpus(options);
 
   const std::vector<std::string> expected = expected_documents();
@@ -145,6 +176,7 @@ TEST(Prepare, BpeWithGpt2FilesSeparatesDocumentsWithEndOfText) {
   options.tokenizer = "bpe";
   options.bpe_encoder = std::filesystem::path(vocab_dir) / "encoder.json";
   options.bpe_merges = std::filesystem::path(vocab_dir) / "vocab.bpe";
+  options.shuffle_seed = -1;  // reading order, so the expected stream is the files' quotations in order
   const PrepareResult result = prepare_corpus(options);
   EXPECT_EQ(result.vocab_size, 50257);
 

@@ -1,11 +1,14 @@
 // End-to-end training through the real CLI, on real English text: loss falls, runs are reproducible,
 // and an interrupted run resumes bit for bit.
+#include "data/token_shard.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
+#include <map>
 
 namespace gradsweep {
 namespace {
@@ -14,13 +17,14 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // A cell config for the byte-level fortunes corpus; `model` is the model section's body.
-fs::path write_config(const fs::path& dir, const std::string& model, int steps, const std::string& extra = "") {
+fs::path write_config(const fs::path& dir, const std::string& model, int steps, const std::string& extra = "",
+                      int batch_size = 8) {
   const fs::path corpus = test::byte_corpus();
   const fs::path file = dir / "cell.yaml";
   test::write_text(file, "model:\n" + model + "\ndata:\n  train: " + (corpus / "train.bin").string() +
                              "\n  val: " + (corpus / "val.bin").string() + "\ntrain:\n  steps: " +
                              std::to_string(steps) +
-                             "\n  batch_size: 8\n  micro_batch: 4\n  seq_len: 64\n  lr: 3e-3\n  min_lr: 3e-4\n"
+                             "\n  batch_size: " + std::to_string(batch_size) + "\n  micro_batch: 4\n  seq_len: 64\n  lr: 3e-3\n  min_lr: 3e-4\n"
                              "  warmup_steps: 10\n  weight_decay: 0.01\n  seed: 7\neval:\n  batches: 4\n"
                              "metrics:\n  peak_flops: 1e10\n  log_every: 50\nruntime:\n  threads: 1\n" +
                              extra);
@@ -45,19 +49,32 @@ test::CommandResult train(const fs::path& config, const fs::path& out, const std
                            out.string() + " " + flags);
 }
 
+// Cross-entropy of the best context-free model (unigram frequencies of the training shard): a model
+// whose validation loss is clearly below it has learned to use context.
+double unigram_entropy(const fs::path& shard) {
+  const std::vector<std::int32_t> tokens = data::read_token_shard(shard);
+  std::map<std::int32_t, double> counts;
+  for (auto t : tokens) counts[t] += 1;
+  double h = 0;
+  for (const auto& [t, c] : counts) h -= c / tokens.size() * std::log(c / tokens.size());
+  return h;
+}
+
 void expect_loss_falls(const std::string& model_section) {
   const fs::path dir = test::scratch_dir();
-  const auto r = train(write_config(dir, model_section, 300), dir / "cell");
+  const auto r = train(write_config(dir, model_section, 300, "", 16), dir / "cell");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto l = losses(dir / "cell" / "metrics.jsonl");
   ASSERT_EQ(l.size(), 300u);
   const double first = mean(l, 0, 10), last = mean(l, 290, 300);
-  // Bytes of English start near ln(256) = 5.5 nats; a small model learns letter statistics quickly.
+  // Bytes start near ln(257) = 5.5 nats. Letter frequencies alone give the unigram entropy (about 3.3
+  // nats on this text); going clearly below it on held-out text means the model uses context.
   EXPECT_GT(first, 4.0);
-  EXPECT_LT(last, 0.6 * first) << "first " << first << " last " << last;
+  EXPECT_LT(last, first - 1.5) << "first " << first << " last " << last;
   const json summary = json::parse(test::read_text(dir / "cell" / "summary.json"));
   EXPECT_EQ(summary["status"], "ok");
-  EXPECT_LT(summary["val_loss"].get<double>(), 0.7 * first);
+  const double unigram = unigram_entropy(test::byte_corpus() / "train.bin");
+  EXPECT_LT(summary["val_loss"].get<double>(), unigram - 0.2) << "unigram entropy " << unigram;
   EXPECT_NEAR(summary["val_ppl"].get<double>(), std::exp(summary["val_loss"].get<double>()), 1e-6);
   for (const char* key : {"model", "strategy", "world_size", "params", "steps", "tokens_per_sec", "step_time_s",
                           "final_train_loss", "val_loss", "val_ppl", "bytes_sent_per_step", "mfu", "peak_rss_mb",

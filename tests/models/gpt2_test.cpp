@@ -45,11 +45,21 @@ TEST_F(Gpt2_124M, ParameterNamesOrderSparsityAndInitialisation) {
   const auto params = model_->parameters();
   // wte, wpe, 12 per block (ln_1, c_attn, c_proj, ln_2, c_fc, c_proj: weight and bias each), ln_f.
   ASSERT_EQ(params.size(), 2u + 12u * 12u + 2u);
-  const std::vector<std::string> first_block = {
-      "wte.weight",           "wpe.weight",           "h.0.ln_1.weight",          "h.0.ln_1.bias",
-      "h.0.attn.c_attn.weight", "h.0.attn.c_attn.bias", "h.0.attn.c_proj.weight", "h.0.attn.c_proj.bias",
-      "h.0.ln_2.weight",      "h.0.ln_2.bias",        "h.0.mlp.c_fc.weight",      "h.0.mlp.c_fc.bias",
-      "h.0.mlp.c_proj.weight", "h.0.mlp.c_proj.bias", "h.1.ln_1.weight"};
+  const std::vector<std::string> first_block = {"wte.weight",
+                                                "wpe.weight",
+                                                "h.0.ln_1.weight",
+                                                "h.0.ln_1.bias",
+                                                "h.0.attn.c_attn.weight",
+                                                "h.0.attn.c_attn.bias",
+                                                "h.0.attn.c_proj.weight",
+                                                "h.0.attn.c_proj.bias",
+                                                "h.0.ln_2.weight",
+                                                "h.0.ln_2.bias",
+                                                "h.0.mlp.c_fc.weight",
+                                                "h.0.mlp.c_fc.bias",
+                                                "h.0.mlp.c_proj.weight",
+                                                "h.0.mlp.c_proj.bias",
+                                                "h.1.ln_1.weight"};
   for (std::size_t i = 0; i < first_block.size(); ++i) EXPECT_EQ(params[i].name, first_block[i]) << "at " << i;
   EXPECT_EQ(params[params.size() - 3].name, "h.11.mlp.c_proj.bias");
   EXPECT_EQ(params[params.size() - 2].name, "ln_f.weight");
@@ -77,8 +87,7 @@ TEST_F(Gpt2_124M, ParameterNamesOrderSparsityAndInitialisation) {
   for (const auto& p : params) {
     const bool bias = p.name.size() > 5 && p.name.compare(p.name.size() - 5, 5, ".bias") == 0;
     if (bias) EXPECT_EQ(p.tensor.abs().max().item<double>(), 0.0) << p.name;
-    if (p.name.find("ln_") != std::string::npos && !bias)
-      EXPECT_TRUE(p.tensor.eq(1.0).all().item<bool>()) << p.name;
+    if (p.name.find("ln_") != std::string::npos && !bias) EXPECT_TRUE(p.tensor.eq(1.0).all().item<bool>()) << p.name;
   }
 }
 
@@ -111,8 +120,8 @@ TEST(Gpt2Options, SizesOverrideThePreset) {
 TEST(Gpt2Options, AllSizesWithoutPreset) {
   const auto model =
       load_model("gpt2", "n_layer: 1\nn_head: 4\nn_embd: 32\nblock_size: 8\nvocab_size: 50\ndropout: 0.1");
-  EXPECT_EQ(model->info().num_parameters, 50 * 32 + 8 * 32 + (4 * 32 + 32 * 96 + 96 + 32 * 32 + 32 + 32 * 128 + 128 +
-                                                              128 * 32 + 32) + 2 * 32);
+  EXPECT_EQ(model->info().num_parameters,
+            50 * 32 + 8 * 32 + (4 * 32 + 32 * 96 + 96 + 32 * 32 + 32 + 32 * 128 + 128 + 128 * 32 + 32) + 2 * 32);
 }
 
 TEST(Gpt2Options, MissingSizeWithoutPresetIsNamed) {

@@ -2,21 +2,23 @@
 // initialisation, gradients, causality, dropout switching, seeding, autocast, and the output subset
 // (sampled softmax) semantics.
 #include "model_test_helpers.hpp"
-
 #include "train/autocast_scope.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 
 namespace gradsweep::test::models {
 namespace {
 
 struct ModelCase {
   const char* plugin;
-  const char* options;  // a tiny preset, vocabulary 256
+  const char* options;       // a tiny preset, vocabulary 256
   const char* token_matrix;  // the (V,*) matrix the softmax uses
 };
+// Failure messages name the plugin rather than dumping the struct's bytes.
+void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.plugin; }
 
 class LmContract : public ::testing::TestWithParam<ModelCase> {
  protected:
@@ -178,7 +180,9 @@ TEST_P(LmContract, MalformedSubsetIsRefused) {
 INSTANTIATE_TEST_SUITE_P(Tiny, LmContract,
                          ::testing::Values(ModelCase{"gpt2", "preset: gpt2-tiny", "wte.weight"},
                                            ModelCase{"lstm_lm", "preset: lstm-tiny", "output.weight"}),
-                         [](const ::testing::TestParamInfo<ModelCase>& info) { return std::string(info.param.plugin); });
+                         [](const ::testing::TestParamInfo<ModelCase>& info) {
+                           return std::string(info.param.plugin);
+                         });
 
 }  // namespace
 }  // namespace gradsweep::test::models

@@ -89,8 +89,14 @@ TEST(LstmLm, TiedWeightsShareTheEmbedding) {
   untied->loss(batch).backward();
   const auto untied_grad = find_parameter(untied_params, "embedding.weight").tensor.grad();
   EXPECT_EQ(untied_grad.slice(0, 128, 256).abs().max().item<double>(), 0.0);
-  EXPECT_TRUE(find_parameter(untied_params, "output.weight").tensor.grad().slice(0, 128, 256).abs().sum(1).gt(0)
-                  .all().item<bool>());
+  EXPECT_TRUE(find_parameter(untied_params, "output.weight")
+                  .tensor.grad()
+                  .slice(0, 128, 256)
+                  .abs()
+                  .sum(1)
+                  .gt(0)
+                  .all()
+                  .item<bool>());
 }
 
 TEST(LstmLm, TyingNeedsEqualWidths) {
@@ -103,7 +109,8 @@ TEST(LstmLm, TyingNeedsEqualWidths) {
 TEST(LstmLm, OptionErrorsNameTheProblem) {
   const std::string unknown = error_of([] { load_model("lstm_lm", "preset: lstm-huge"); });
   EXPECT_TRUE(contains(unknown, "lstm-huge")) << unknown;
-  for (const char* known : {"lstm-tiny", "lstm-xiao2017", "lstm-small-cpu"}) EXPECT_TRUE(contains(unknown, known)) << unknown;
+  for (const char* known : {"lstm-tiny", "lstm-xiao2017", "lstm-small-cpu"})
+    EXPECT_TRUE(contains(unknown, known)) << unknown;
 
   const std::string missing = error_of([] { load_model("lstm_lm", "vocab_size: 10\nemb_dim: 4\nhidden_dim: 4"); });
   EXPECT_TRUE(contains(missing, "n_layer")) << missing;

@@ -22,7 +22,7 @@ struct CommandResult {
 CommandResult run_command(const std::string& command_line);
 
 // Fortunes (Debian package `fortunes`) tokenized at byte level by `gradsweep prepare`, made once and
-// shared: <dir>/train.bin, <dir>/val.bin, vocabulary 256.
+// shared: <dir>/train.bin, <dir>/val.bin, vocabulary 257 (256 bytes + end of text).
 std::filesystem::path byte_corpus();
 
 void write_text(const std::filesystem::path& path, const std::string& text);

@@ -27,7 +27,8 @@ inline constexpr std::array<sdk::OptionSpec, 7> kGpt2Options{{
     {"n_layer", sdk::OptionType::Int, nullptr, "number of transformer blocks (default: the preset's)"},
     {"n_head", sdk::OptionType::Int, nullptr, "attention heads per block; must divide n_embd (default: the preset's)"},
     {"n_embd", sdk::OptionType::Int, nullptr, "width of the residual stream (default: the preset's)"},
-    {"block_size", sdk::OptionType::Int, nullptr, "longest sequence, size of the position table (default: the preset's)"},
+    {"block_size", sdk::OptionType::Int, nullptr,
+     "longest sequence, size of the position table (default: the preset's)"},
     {"vocab_size", sdk::OptionType::Int, nullptr, "number of token ids (default: the preset's)"},
     {"dropout", sdk::OptionType::Float, "0.0", "dropout probability on embeddings, attention and residual branches"},
 }};

@@ -32,8 +32,8 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const auto future = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
   att = att.masked_fill(future, -std::numeric_limits<float>::infinity());
   att = attn_dropout(torch::softmax(att, /*dim=*/-1));
-  auto y = torch::matmul(att, v);                          // (B,nh,T,hs)
-  y = y.transpose(1, 2).contiguous().view({B, T, C});      // heads side by side again
+  auto y = torch::matmul(att, v);                      // (B,nh,T,hs)
+  y = y.transpose(1, 2).contiguous().view({B, T, C});  // heads side by side again
   return resid_dropout(c_proj(y));
 }
 

@@ -1,7 +1,7 @@
 // The `gpt2` model plugin: GPT-2 behind the SDK's Model interface.
 #include "gpt2_config.hpp"
 #include "gpt2_module.hpp"
-#include "lm_loss.hpp"
+#include "lm_loss.hpp"  // plugins/models/common
 
 #include <gradsweep/sdk/plugin.hpp>
 
@@ -39,14 +39,15 @@ class Gpt2Model final : public sdk::Model {
   // row-sparse parameter: a step touches the rows of the tokens it reads and of the outputs it scores.
   std::vector<sdk::Parameter> named_parameters() override {
     std::vector<sdk::Parameter> out;
-    for (const auto& item : net_->named_parameters()) out.push_back({item.key(), item.value(), item.key() == "wte.weight"});
+    for (const auto& item : net_->named_parameters())
+      out.push_back({item.key(), item.value(), item.key() == "wte.weight"});
     return out;
   }
 
   torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
-    check_batch(batch, config_.block_size, "gpt2");
+    models::check_batch(batch, config_.block_size, "gpt2");
     const auto hidden = net_->forward(batch.inputs);  // (B,T,C)
-    return lm_head_loss(hidden, net_->wte->weight, /*bias=*/{}, batch, subset);
+    return models::lm_head_loss(hidden, net_->wte->weight, /*bias=*/{}, batch, subset);
   }
 
   // llm.c's estimate: 6 FLOPs per parameter per token (2 forward, 4 backward) for the matrix products,

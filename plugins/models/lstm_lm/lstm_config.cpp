@@ -28,8 +28,7 @@ const std::vector<NamedPreset>& presets() {
 }
 
 void require_positive(std::int64_t value, const char* key) {
-  if (value <= 0)
-    throw sdk::Error("lstm_lm: " + std::string(key) + " must be positive, got " + std::to_string(value));
+  if (value <= 0) throw sdk::Error("lstm_lm: " + std::string(key) + " must be positive, got " + std::to_string(value));
 }
 
 }  // namespace

@@ -16,8 +16,8 @@ constexpr double kTokenMatrixInitRange = 0.1;
 OutputLayerImpl::OutputLayerImpl(std::int64_t vocab_size, std::int64_t hidden_dim, bool own_weight) {
   torch::NoGradGuard no_grad;
   if (own_weight)
-    weight = register_parameter("weight", torch::empty({vocab_size, hidden_dim}).uniform_(-kTokenMatrixInitRange,
-                                                                                         kTokenMatrixInitRange));
+    weight = register_parameter(
+        "weight", torch::empty({vocab_size, hidden_dim}).uniform_(-kTokenMatrixInitRange, kTokenMatrixInitRange));
   bias = register_parameter("bias", torch::zeros({vocab_size}));
 }
 

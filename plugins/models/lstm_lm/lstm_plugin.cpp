@@ -1,6 +1,6 @@
 // The `lstm_lm` model plugin: an LSTM language model (the kind Xiao et al. 2017 trained) behind the
 // SDK's Model interface.
-#include "lm_loss.hpp"
+#include "lm_loss.hpp"  // plugins/models/common
 #include "lstm_config.hpp"
 #include "lstm_module.hpp"
 
@@ -22,8 +22,8 @@ class LstmLmModel final : public sdk::Model {
     for (const auto& p : net_->lstm->parameters()) recurrent_parameters_ += p.numel();
     context.log.info("lstm_lm: vocab " + std::to_string(config_.vocab_size) + ", emb_dim " +
                      std::to_string(config_.emb_dim) + ", " + std::to_string(config_.n_layer) + " x " +
-                     std::to_string(config_.hidden_dim) + " LSTM, " + (config_.tie_weights ? "tied" : "untied") +
-                     ", " + std::to_string(num_parameters_) + " parameters");
+                     std::to_string(config_.hidden_dim) + " LSTM, " + (config_.tie_weights ? "tied" : "untied") + ", " +
+                     std::to_string(num_parameters_) + " parameters");
   }
 
  protected:
@@ -50,9 +50,9 @@ class LstmLmModel final : public sdk::Model {
   }
 
   torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
-    check_batch(batch, /*block_size=*/0, "lstm_lm");
+    models::check_batch(batch, /*block_size=*/0, "lstm_lm");
     const auto hidden = net_->forward(batch.inputs);  // (B,T,H)
-    return lm_head_loss(hidden, net_->output_weight(), net_->output->bias, batch, subset);
+    return models::lm_head_loss(hidden, net_->output_weight(), net_->output->bias, batch, subset);
   }
 
   // 6 FLOPs per parameter per token that takes part in a matrix product (2 forward, 4 backward): the

@@ -21,7 +21,7 @@ class NeverCreated final : public Strategy {
 constexpr std::array<OptionSpec, 0> kOptions{};
 
 constexpr BuildFingerprint other_torch() {
-  BuildFingerprint b = detail::this_build();
+  BuildFingerprint b = gradsweep::sdk::detail::this_build();
   b.torch_major = TORCH_VERSION_MAJOR + 1;
   b.torch_minor = 7;
   return b;
@@ -31,7 +31,7 @@ constexpr BuildFingerprint other_torch() {
 
 #if REFUSAL == 1
 GRADSWEEP_PLUGIN_WITH(PluginKind::Strategy, "wrong_abi", "1.0.0", "built against SDK ABI 99", NeverCreated, kOptions,
-                      99, 0, detail::this_build())
+                      99, 0, gradsweep::sdk::detail::this_build())
 #else
 GRADSWEEP_PLUGIN_WITH(PluginKind::Strategy, "wrong_torch", "1.0.0", "built against another LibTorch", NeverCreated,
                       kOptions, kAbiMajor, kAbiMinor, other_torch())

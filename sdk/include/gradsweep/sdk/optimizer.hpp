@@ -44,12 +44,15 @@ inline void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
 
-// L2 norm over the gradients of `params` (missing gradients count as zero).
+// Squared L2 norm over the gradients of `params` (missing gradients count as zero). One float32 norm per
+// tensor and a single read-back: a host sync per tensor would cost more than the norms themselves.
 inline double local_grad_norm_squared(const std::vector<torch::Tensor>& params) {
-  double total = 0.0;
+  std::vector<torch::Tensor> norms;
+  norms.reserve(params.size());
   for (const auto& p : params)
-    if (p.grad().defined()) total += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
-  return total;
+    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
+  if (norms.empty()) return 0.0;
+  return torch::stack(norms).to(torch::kDouble).pow(2).sum().item<double>();
 }
 
 // Scales gradients so their global norm is at most `max_norm`; returns the norm before scaling.

@@ -1,8 +1,7 @@
 #pragma once
 // Next-token cross-entropy through an output matrix, over the whole vocabulary or a sampled part of it.
 //
-// Kept word for word in step with plugins/models/lstm_lm/lm_loss.hpp: each plugin is a self-contained
-// library that includes only the SDK and LibTorch, so the two models cannot share a source file.
+// Shared by the model plugins (header-only: compiled into each plugin, which stays self-contained).
 #include <gradsweep/sdk/model.hpp>
 #include <gradsweep/sdk/status.hpp>
 
@@ -12,7 +11,7 @@
 
 #include <string>
 
-namespace gradsweep::models::gpt2 {
+namespace gradsweep::models {
 
 // Throws unless the batch is two (B,T) int64 tensors of equal shape with T <= block_size (0: no limit).
 inline void check_batch(const sdk::Batch& batch, std::int64_t block_size, const std::string& model) {
@@ -60,4 +59,4 @@ inline torch::Tensor lm_head_loss(const torch::Tensor& hidden, const torch::Tens
   return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
 
-}  // namespace gradsweep::models::gpt2
+}  // namespace gradsweep::models
