@@ -14,7 +14,7 @@
 #include "train/metrics_log.hpp"
 #include "util/atomic_file.hpp"
 
-#include <ATen/Parallel.h>
+#include <torch/cuda.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -28,6 +28,11 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// GPU work is asynchronous: without a sync at a phase boundary its time would be charged to the next phase.
+void sync_device(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
 
 // A token id the model has no embedding row for would index out of bounds deep inside LibTorch.
 void check_vocabulary(const data::TokenShard& shard, const sdk::ModelInfo& info, const CellConfig& config) {
@@ -65,6 +70,9 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
   const TrainSettings& train = config.train;
   const int rank = comm.rank(), world = comm.size();
   const torch::Device device(config.device);
+  if (device.is_cuda() && !torch::cuda::is_available())
+    throw ConfigError({config.file + ": runtime.device: '" + config.device +
+                       "' asked for, but this LibTorch build or machine has no CUDA device"});
 
   const int threads = choose_threads(static_cast<int>(config.threads), comm.local_size());
   torch::set_num_threads(threads);
@@ -170,12 +178,14 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
       if (m + 1 == micro_steps) hooks.arm();
       (loss * (loss_scale / static_cast<double>(micro_steps))).backward();
       if (m + 1 == micro_steps) hooks.finish();
+      sync_device(device);
       t.backward += seconds_since(t0);
     }
     auto t0 = Clock::now();
     strategy.call(strategy->end_backward(), "end_backward");
     sdk::StepResult result;
     strategy.call(strategy->update(ctx, &result), "update");
+    sync_device(device);
     t.update = seconds_since(t0);
     const CommStats comm_stats = comm.take_stats();
     t.step = seconds_since(step_start);

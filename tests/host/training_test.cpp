@@ -94,6 +94,22 @@ TEST(Training, LstmTinyLossFallsOnRealText) {
   expect_loss_falls("  name: lstm_lm\n  preset: lstm-tiny\n  vocab_size: 257");
 }
 
+TEST(Training, Bf16AutocastTracksFp32) {
+  const fs::path dir = test::scratch_dir();
+  const fs::path config = write_config(dir, "  name: gpt2\n  preset: gpt2-tiny\n  vocab_size: 257", 40);
+  ASSERT_EQ(train(config, dir / "fp32").exit_code, 0);
+  const auto r = train(config, dir / "bf16", "--set strategy.name=single --set strategy.precision=bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto fp32 = losses(dir / "fp32" / "metrics.jsonl"), bf16 = losses(dir / "bf16" / "metrics.jsonl");
+  ASSERT_EQ(bf16.size(), 40u);
+  EXPECT_NE(fp32, bf16);  // autocast really changed the arithmetic
+  EXPECT_NEAR(mean(bf16, 30, 40), mean(fp32, 30, 40), 0.05 * mean(fp32, 30, 40));
+  EXPECT_LT(mean(bf16, 30, 40), mean(bf16, 0, 10) - 1.0);
+  const auto bad = train(config, dir / "fp16", "--set strategy.name=single --set strategy.precision=fp16");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("precision 'fp16' is not supported"), std::string::npos) << bad.output;
+}
+
 TEST(Training, SameSeedGivesIdenticalLosses) {
   const fs::path dir = test::scratch_dir();
   const fs::path config = write_config(dir, "  name: gpt2\n  preset: gpt2-tiny\n  vocab_size: 257\n  dropout: 0.1", 15);

@@ -33,12 +33,6 @@ inline constexpr std::array<sdk::OptionSpec, 7> kGpt2Options{{
     {"dropout", sdk::OptionType::Float, "0.0", "dropout probability on embeddings, attention and residual branches"},
 }};
 
-// The preset named `name`; throws, listing the known presets, when there is none.
-Gpt2Config preset(const std::string& name);
-
-// The comma-separated preset names, for messages and docs.
-std::string preset_names();
-
 // The preset (if any) with the user's sizes applied, validated.
 Gpt2Config resolve_config(const sdk::Options& options);
 

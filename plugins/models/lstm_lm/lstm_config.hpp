@@ -30,12 +30,6 @@ inline constexpr std::array<sdk::OptionSpec, 7> kLstmOptions{{
      "use the embedding matrix as the output matrix (needs emb_dim == hidden_dim)"},
 }};
 
-// The preset named `name`; throws, listing the known presets, when there is none.
-LstmConfig preset(const std::string& name);
-
-// The comma-separated preset names, for messages.
-std::string preset_names();
-
 // The preset (if any) with the user's options applied, validated.
 LstmConfig resolve_config(const sdk::Options& options);
 

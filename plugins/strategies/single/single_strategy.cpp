@@ -8,39 +8,38 @@ using namespace gradsweep::sdk;
 
 class SingleStrategy final : public Strategy {
  public:
-  explicit SingleStrategy(const PluginContext& context) : Strategy(context) {
+  explicit SingleStrategy(const PluginContext& context)
+      : Strategy(context), compute_dtype_(compute_dtype(context.options.text("precision"))) {
     if (context.comm.size() != 1)
       throw Error("strategy 'single' runs on one rank, but the job has " + std::to_string(context.comm.size()) +
                   "; pick a data-parallel strategy (ps, dps, ring) for more");
   }
 
  protected:
-  void on_setup(const StrategySetup& setup) override {
-    params_ = tensors_of(setup.parameters);
-    spec_ = setup.optimizer;
-    optimizer_ = make_optimizer(spec_, params_);
-  }
-
-  void on_begin_step(const StepContext&) override { optimizer_->zero_grad(); }
-
-  StepResult on_update(const StepContext& step) override {
-    StepResult result;
-    result.grad_norm = clip_to_norm(params_, local_grad_norm_squared(params_), spec_.grad_clip);
-    set_learning_rate(*optimizer_, step.lr);
-    optimizer_->step();
-    return result;
-  }
-
-  void save(torch::serialize::OutputArchive& archive) override { optimizer_->save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { optimizer_->load(archive); }
+  PrecisionPolicy precision_policy() override { return {compute_dtype_}; }
+  void on_setup(const StrategySetup& setup) override { optimizer_.setup(setup); }
+  void on_begin_step(const StepContext&) override { optimizer_.zero_grad(); }
+  StepResult on_update(const StepContext& step) override { return optimizer_.step(step); }
+  void save(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
+  void load(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
 
  private:
-  std::vector<torch::Tensor> params_;
-  OptimizerSpec spec_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  // bf16 keeps fp32's exponent range, so autocast alone is safe; fp16 would need loss scaling, which the
+  // AMP strategies provide.
+  static torch::ScalarType compute_dtype(const std::string& precision) {
+    if (precision == "fp32") return torch::kFloat;
+    if (precision == "bf16") return torch::kBFloat16;
+    throw Error("strategy 'single': precision '" + precision +
+                "' is not supported; use fp32 or bf16 (fp16 needs loss scaling: use an -amp strategy)");
+  }
+
+  torch::ScalarType compute_dtype_;
+  LocalOptimizer optimizer_;
 };
 
-constexpr std::array<OptionSpec, 0> kOptions{};
+constexpr std::array<OptionSpec, 1> kOptions{{
+    {"precision", OptionType::String, "fp32", "fp32, or bf16 (autocast; master weights stay fp32)"},
+}};
 
 }  // namespace
 

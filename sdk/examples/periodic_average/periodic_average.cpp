@@ -19,32 +19,24 @@ class PeriodicAverage final : public Strategy {
   }
 
  protected:
-  void on_setup(const StrategySetup& setup) override {
-    params_ = tensors_of(setup.parameters);
-    spec_ = setup.optimizer;
-    optimizer_ = make_optimizer(spec_, params_);
-  }
-
-  void on_begin_step(const StepContext&) override { optimizer_->zero_grad(); }
+  void on_setup(const StrategySetup& setup) override { optimizer_.setup(setup); }
+  void on_begin_step(const StepContext&) override { optimizer_.zero_grad(); }
 
   StepResult on_update(const StepContext& step) override {
-    StepResult result;
-    result.grad_norm = clip_to_norm(params_, local_grad_norm_squared(params_), spec_.grad_clip);
-    set_learning_rate(*optimizer_, step.lr);
-    optimizer_->step();
+    const StepResult result = optimizer_.step(step);
     if ((step.step + 1) % period_ == 0) average_parameters();
     return result;
   }
 
-  void save(torch::serialize::OutputArchive& archive) override { optimizer_->save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { optimizer_->load(archive); }
+  void save(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
+  void load(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
 
  private:
   void average_parameters() {
     Communicator& comm = context().comm;
     if (comm.size() == 1) return;
     torch::NoGradGuard no_grad;
-    for (auto& p : params_) {
+    for (const auto& p : optimizer_.params()) {
       torch::Tensor t = p.detach();
       collective::allreduce(comm, t);
       t.div_(comm.size());
@@ -53,9 +45,7 @@ class PeriodicAverage final : public Strategy {
   }
 
   std::int64_t period_;
-  std::vector<torch::Tensor> params_;
-  OptimizerSpec spec_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  LocalOptimizer optimizer_;
 };
 
 constexpr std::array<OptionSpec, 1> kOptions{{

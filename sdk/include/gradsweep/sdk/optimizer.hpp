@@ -74,4 +74,34 @@ inline std::vector<torch::Tensor> tensors_of(const std::vector<Parameter>& param
   return out;
 }
 
+// The optimizer of a strategy that updates every parameter on its own rank (single, allreduce-based
+// strategies, local SGD): build it over all parameters, zero gradients, clip by a norm, step, checkpoint.
+class LocalOptimizer {
+ public:
+  void setup(const StrategySetup& setup) {
+    params_ = tensors_of(setup.parameters);
+    spec_ = setup.optimizer;
+    optimizer_ = make_optimizer(spec_, params_);
+  }
+  void zero_grad() { optimizer_->zero_grad(); }
+  // Clips to the experiment's max norm given the global squared norm (by default this rank's), sets this
+  // step's learning rate and applies the update.
+  StepResult step(const StepContext& step) { return step_with_norm(step, local_grad_norm_squared(params_)); }
+  StepResult step_with_norm(const StepContext& step, double global_norm_squared) {
+    StepResult result;
+    result.grad_norm = clip_to_norm(params_, global_norm_squared, spec_.grad_clip);
+    set_learning_rate(*optimizer_, step.lr);
+    optimizer_->step();
+    return result;
+  }
+  void save(torch::serialize::OutputArchive& archive) { optimizer_->save(archive); }
+  void load(torch::serialize::InputArchive& archive) { optimizer_->load(archive); }
+  const std::vector<torch::Tensor>& params() const { return params_; }
+
+ private:
+  std::vector<torch::Tensor> params_;
+  OptimizerSpec spec_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+};
+
 }  // namespace gradsweep::sdk

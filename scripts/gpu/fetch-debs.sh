@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Run on a Debian 12 build machine (network to Debian's mirrors): downloads the .deb files of the libraries
+# that a CUDA machine with only a PyTorch wheel lacks, into gpu-debs/ (ignored by git), so that they can be
+# carried there and unpacked by gpu_check.sh. LibTorch itself comes from the wheel on that machine.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mkdir -p gpu-debs && cd gpu-debs
+apt-get download \
+  libyaml-cpp-dev libyaml-cpp0.7 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 \
+  libboost1.74-dev libboost-filesystem1.74-dev libboost-filesystem1.74.0 libboost-system1.74.0 \
+  libcli11-dev nlohmann-json3-dev libopenmpi-dev
+ls -la
