@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
+#include <dlfcn.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -21,6 +22,15 @@ int choose_threads(int requested, int ranks_on_node) {
   if (requested > 0) return requested;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, ranks_on_node));
+}
+
+bool set_compute_threads(int threads) {
+  torch::set_num_threads(threads);
+  // Looked up at run time: the symbol exists only when the BLAS that LibTorch loaded is OpenBLAS.
+  using SetThreads = void (*)(int);
+  auto* openblas = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (openblas != nullptr) openblas(threads);
+  return openblas != nullptr;
 }
 
 double peak_rss_mb() {

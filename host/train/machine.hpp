@@ -10,6 +10,12 @@ namespace gradsweep::host {
 // Oversubscribed ranks get one thread each: more would only fight over the same cores.
 int choose_threads(int requested, int ranks_on_node);
 
+// Sets LibTorch's intra-op threads and, when LibTorch's BLAS is OpenBLAS (Debian's libopenblas0-pthread),
+// OpenBLAS's own thread pool too: OpenBLAS ignores LibTorch's setting and would otherwise use every core
+// in every rank.
+// Returns whether OpenBLAS was found and set.
+bool set_compute_threads(int threads);
+
 // Peak resident set size of this process so far, in MiB.
 double peak_rss_mb();
 

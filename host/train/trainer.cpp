@@ -75,8 +75,9 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
                        "' asked for, but this LibTorch build or machine has no CUDA device"});
 
   const int threads = choose_threads(static_cast<int>(config.threads), comm.local_size());
-  torch::set_num_threads(threads);
-  spdlog::info("{} LibTorch threads ({} ranks on this node)", threads, comm.local_size());
+  const bool openblas = set_compute_threads(threads);
+  spdlog::info("{} compute threads per rank ({} ranks on this node){}", threads, comm.local_size(),
+               openblas ? ", OpenBLAS included" : "");
 
   // Same seed on every rank: identical initial weights without a broadcast.
   torch::manual_seed(static_cast<std::uint64_t>(train.seed));
