@@ -28,4 +28,8 @@ class HostCommunicator : public sdk::Communicator {
 // Rank 0 of 1: collectives are identities, point-to-point has no peer.
 std::unique_ptr<HostCommunicator> make_local_communicator();
 
+// Every rank of the MPI job (a duplicate of MPI_COMM_WORLD), for CPU tensors; initialises MPI first if
+// nothing has (see comm/mpi_runtime.hpp). Throws std::runtime_error when MPI cannot start.
+std::unique_ptr<HostCommunicator> make_mpi_communicator();
+
 }  // namespace gradsweep::host

@@ -1,0 +1,70 @@
+#include "comm/collective_timeout.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace gradsweep::host {
+
+CollectiveTimeout::CollectiveTimeout(std::chrono::duration<double> limit, Expired on_expired)
+    : limit_(limit), on_expired_(std::move(on_expired)) {
+  if (limit_.count() > 0) thread_ = std::thread([this] { watch(); });
+}
+
+CollectiveTimeout::~CollectiveTimeout() {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+CollectiveTimeout::Scope::Scope(CollectiveTimeout& owner, std::string what)
+    : owner_(owner.thread_.joinable() ? &owner : nullptr) {
+  if (owner_ == nullptr) return;
+  const std::lock_guard<std::mutex> lock(owner_->mutex_);
+  id_ = owner_->next_id_++;
+  owner_->in_flight_.emplace(id_, Call{Clock::now(), std::move(what)});
+}
+
+CollectiveTimeout::Scope::~Scope() {
+  if (owner_ == nullptr) return;
+  const std::lock_guard<std::mutex> lock(owner_->mutex_);
+  owner_->in_flight_.erase(id_);
+}
+
+// Sleeps until the oldest call in flight would be overdue (or a second, whichever is sooner, so that a
+// call that starts while it sleeps is looked at in time), then checks again.
+void CollectiveTimeout::watch() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    const auto now = Clock::now();
+    auto next = now + std::chrono::seconds(1);
+    if (!in_flight_.empty()) {
+      const Call& oldest = in_flight_.begin()->second;
+      const std::chrono::duration<double> waited = now - oldest.start;
+      if (waited >= limit_) {
+        const std::string what = oldest.what;
+        lock.unlock();
+        on_expired_(what, waited.count());
+        return;  // only reached if the handler chose not to end the process
+      }
+      next = std::min(next, oldest.start + std::chrono::duration_cast<Clock::duration>(limit_));
+    }
+    wake_.wait_until(lock, next);
+  }
+}
+
+double comm_timeout_seconds(double fallback) {
+  const char* text = std::getenv("GRADSWEEP_COMM_TIMEOUT");
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || value < 0)
+    throw std::invalid_argument(std::string("GRADSWEEP_COMM_TIMEOUT='") + text +
+                                "': expected a number of seconds (0 turns the watchdog off)");
+  return value;
+}
+
+}  // namespace gradsweep::host

@@ -1,0 +1,114 @@
+// The MPI backend in real processes: collective_check under `mpirun -np N` for N = 1..4, a rank that
+// fails or hangs ending the whole job within seconds, and `gradsweep train` under mpirun.
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <regex>
+
+namespace gradsweep {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Never let a broken backend hang the suite: `timeout` ends mpirun (exit 124) well before ctest would.
+// --oversubscribe: the CI machine may have fewer cores than ranks; --bind-to none: let the ranks share them.
+std::string mpirun(int ranks, const std::string& command, const std::string& env = "") {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + env +
+         " timeout -k 5 60 mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) + " " + command;
+}
+
+std::string collective_check(const std::string& args) { return std::string(GRADSWEEP_COLLECTIVE_CHECK) + " " + args; }
+
+struct Timed {
+  test::CommandResult result;
+  double seconds;
+};
+
+Timed run_timed(const std::string& command) {
+  const auto t0 = Clock::now();
+  test::CommandResult r = test::run_command(command);
+  return {std::move(r), std::chrono::duration<double>(Clock::now() - t0).count()};
+}
+
+class CollectivesOnRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectivesOnRanks, MatchLocalReferencesAndCountBytes) {
+  const int ranks = GetParam();
+  const auto r = test::run_command(mpirun(ranks, collective_check("verify")));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("FAIL"), std::string::npos) << r.output;
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::regex done("DONE rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
+                          " checks=([0-9]+) failures=0");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.output, m, done)) << "rank " << rank << " did not finish cleanly:\n" << r.output;
+    EXPECT_GT(std::stoi(m[1]), 300);  // the full list ran, not an early exit
+  }
+  // Open MPI on Debian is built with MPI_THREAD_MULTIPLE: the level asked for is granted.
+  EXPECT_NE(r.output.find("MPI_THREAD_MULTIPLE"), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Mpi, CollectivesOnRanks, ::testing::Values(1, 2, 3, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+TEST(MpiFailure, RankThatThrowsEndsTheJobAndIsNamed) {
+  const auto [r, seconds] = run_timed(mpirun(3, collective_check("throw 1")));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << "the job hung until `timeout` ended it:\n" << r.output;
+  EXPECT_LT(seconds, 30.0) << r.output;
+  EXPECT_NE(r.output.find("[rank 1] [error] deliberate failure on rank 1"), std::string::npos) << r.output;
+}
+
+TEST(MpiFailure, CollectiveThatNeverCompletesTimesOut) {
+  const auto [r, seconds] =
+      run_timed(mpirun(2, "-x GRADSWEEP_COMM_TIMEOUT " + collective_check("hang 1"), "GRADSWEEP_COMM_TIMEOUT=2"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_LT(seconds, 30.0) << r.output;
+  // The waiting rank names the call it is stuck in.
+  EXPECT_NE(r.output.find("allreduce of 1024 float32 (4096 bytes) on rank 0 of 2 has waited"), std::string::npos)
+      << r.output;
+}
+
+// A cell config for the byte-level corpus with the `single` strategy.
+fs::path single_cell(const fs::path& dir) {
+  const fs::path corpus = test::byte_corpus();
+  const fs::path file = dir / "cell.yaml";
+  test::write_text(file, "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+                         "strategy: {name: single}\n"
+                         "data: {train: " + (corpus / "train.bin").string() + ", val: " +
+                             (corpus / "val.bin").string() +
+                             "}\n"
+                             "train: {steps: 3, batch_size: 4, seq_len: 32}\neval: {batches: 2}\n"
+                             "metrics: {peak_flops: 1e10}\nruntime: {threads: 1}\n");
+  return file;
+}
+
+std::string train(const fs::path& config, const fs::path& out) {
+  return test::gradsweep_binary().string() + " train " + config.string() + " --out " + out.string();
+}
+
+TEST(MpiTrain, SingleStrategyOnTwoRanksFailsFastOnEveryRank) {
+  const fs::path dir = test::scratch_dir();
+  const auto [r, seconds] = run_timed(mpirun(2, train(single_cell(dir), dir / "cell")));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << "the job hung until `timeout` ended it:\n" << r.output;
+  EXPECT_LT(seconds, 45.0) << r.output;
+  EXPECT_NE(r.output.find("runs on one rank, but the job has 2"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\[rank [01]\] \[error\] .*runs on one rank)"))) << r.output;
+  // Each rank's log file has its own error too.
+  EXPECT_NE(test::read_text(dir / "cell" / "rank-1.log").find("runs on one rank"), std::string::npos);
+}
+
+TEST(MpiTrain, OneRankJobUsesTheMpiBackendAndFinishes) {
+  const fs::path dir = test::scratch_dir();
+  const auto r = test::run_command(mpirun(1, train(single_cell(dir), dir / "cell")));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("communicator: mpi, rank 0 of 1"), std::string::npos) << r.output;
+  EXPECT_NE(test::read_text(dir / "cell" / "summary.json").find("\"comm_backend\": \"mpi\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gradsweep
