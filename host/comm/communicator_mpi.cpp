@@ -216,6 +216,8 @@ class MpiCommunicator final : public HostCommunicator {
   void add(Traffic traffic, double seconds, std::uint64_t calls);
   std::string where() const { return " on rank " + std::to_string(rank_) + " of " + std::to_string(size_); }
   void check_peer(int peer, const std::string& call, const char* role) const;
+  // send/recv: a peer other than this rank and a tag within the library's bound.
+  void check_point_to_point(int peer, int tag, const std::string& call, const char* role) const;
   void on_timeout(const std::string& what, double waited) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -312,6 +314,14 @@ void MpiCommunicator::add(Traffic traffic, double seconds, std::uint64_t calls) 
   stats_.bytes_received += traffic.received;
   stats_.seconds += seconds;
   stats_.calls += calls;
+}
+
+void MpiCommunicator::check_point_to_point(int peer, int tag, const std::string& call, const char* role) const {
+  check_peer(peer, call, role);
+  if (peer == rank_) throw std::invalid_argument(call + ": rank " + std::to_string(peer) + " is this rank itself");
+  if (tag < 0 || tag > tag_ub_)
+    throw std::invalid_argument(call + ": tag " + std::to_string(tag) + " out of range [0, " + std::to_string(tag_ub_) +
+                                "]");
 }
 
 void MpiCommunicator::check_peer(int peer, const std::string& call, const char* role) const {
@@ -429,11 +439,7 @@ sdk::Status MpiCommunicator::reduce_scatter(const torch::Tensor& input, torch::T
 sdk::Status MpiCommunicator::send(const torch::Tensor& tensor, int dst, int tag) noexcept {
   return counted([&] {
     const Buffer b = buffer_of(tensor, "send", "the");
-    check_peer(dst, "send", "destination");
-    if (dst == rank_) throw std::invalid_argument("send: rank " + std::to_string(dst) + " sending to itself");
-    if (tag < 0 || tag > tag_ub_)
-      throw std::invalid_argument("send: tag " + std::to_string(tag) + " out of range [0, " + std::to_string(tag_ub_) +
-                                  "]");
+    check_point_to_point(dst, tag, "send", "destination");
     int rc;
     {
       const CollectiveTimeout::Scope watch(timeout_, describe("send", tensor) + " to rank " + std::to_string(dst) +
@@ -448,11 +454,7 @@ sdk::Status MpiCommunicator::send(const torch::Tensor& tensor, int dst, int tag)
 sdk::Status MpiCommunicator::recv(torch::Tensor& tensor, int src, int tag) noexcept {
   return counted([&] {
     const Buffer b = buffer_of(tensor, "recv", "the");
-    check_peer(src, "recv", "source");
-    if (src == rank_) throw std::invalid_argument("recv: rank " + std::to_string(src) + " receiving from itself");
-    if (tag < 0 || tag > tag_ub_)
-      throw std::invalid_argument("recv: tag " + std::to_string(tag) + " out of range [0, " + std::to_string(tag_ub_) +
-                                  "]");
+    check_point_to_point(src, tag, "recv", "source");
     MPI_Status status;
     int rc;
     {

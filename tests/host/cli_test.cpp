@@ -53,24 +53,24 @@ TEST(Cli, TrainConfigErrorNamesFileLineAndKey) {
   EXPECT_NE(r.output.find("bad.yaml:7:3: train.learning_rate: unknown key"), std::string::npos) << r.output;
 }
 
-TEST(Cli, TrainUnknownModelListsAvailable) {
+// Trains a 2-step cell on the byte corpus with the given model section; expected to fail.
+test::CommandResult train_model(const std::string& model_section) {
   const fs::path dir = test::scratch_dir();
   const fs::path corpus = test::byte_corpus();
-  test::write_text(dir / "c.yaml", "model: {name: gtp2}\ndata: {train: " + (corpus / "train.bin").string() +
+  test::write_text(dir / "c.yaml", "model: " + model_section + "\ndata: {train: " + (corpus / "train.bin").string() +
                                        ", val: " + (corpus / "val.bin").string() +
                                        "}\ntrain: {steps: 2, batch_size: 2, seq_len: 8}\n");
-  const auto r = test::run_command(gradsweep("train " + (dir / "c.yaml").string() + " --out " + (dir / "o").string()));
+  return test::run_command(gradsweep("train " + (dir / "c.yaml").string() + " --out " + (dir / "o").string()));
+}
+
+TEST(Cli, TrainUnknownModelListsAvailable) {
+  const auto r = train_model("{name: gtp2}");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("unknown model plugin 'gtp2'; available: gpt2, lstm_lm"), std::string::npos) << r.output;
 }
 
 TEST(Cli, TrainRejectsTokensBeyondTheModelVocabulary) {
-  const fs::path dir = test::scratch_dir();
-  const fs::path corpus = test::byte_corpus();
-  test::write_text(dir / "c.yaml", "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 100}\ndata: {train: " +
-                                       (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
-                                       "}\ntrain: {steps: 2, batch_size: 2, seq_len: 8}\n");
-  const auto r = test::run_command(gradsweep("train " + (dir / "c.yaml").string() + " --out " + (dir / "o").string()));
+  const auto r = train_model("{name: gpt2, preset: gpt2-tiny, vocab_size: 100}");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("has vocab_size 100"), std::string::npos) << r.output;
 }
