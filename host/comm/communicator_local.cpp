@@ -39,6 +39,14 @@ class LocalCommunicator final : public HostCommunicator {
   sdk::Status allreduce_async(torch::Tensor&, sdk::ReduceOp, std::unique_ptr<sdk::Request>* request) noexcept override {
     return sdk::guard([&] { *request = std::make_unique<DoneRequest>(); });
   }
+  // On one rank every algorithm is the identity.
+  sdk::Status with_algorithm(sdk::Algorithm, sdk::Communicator** view) noexcept override {
+    *view = this;
+    return sdk::Status::Ok();
+  }
+  sdk::Status recv_any(torch::Tensor&, int, int*) noexcept override {
+    return sdk::Status::Error("recv_any: a one-rank job has no peers");
+  }
 
  private:
   sdk::Status counted() noexcept {

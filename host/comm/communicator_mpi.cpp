@@ -199,6 +199,16 @@ class MpiCommunicator final : public HostCommunicator {
   sdk::Status barrier() noexcept override;
   sdk::Status allreduce_async(torch::Tensor& tensor, sdk::ReduceOp op,
                               std::unique_ptr<sdk::Request>* request) noexcept override;
+  sdk::Status with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept override {
+    if (algorithm == sdk::Algorithm::Native) {
+      *view = this;
+      return sdk::Status::Ok();
+    }
+    return sdk::Status::Error("with_algorithm: the ring algorithm is not built yet");
+  }
+  sdk::Status recv_any(torch::Tensor&, int, int*) noexcept override {
+    return sdk::Status::Error("recv_any: not built yet");
+  }
 
  private:
   friend class MpiRequest;

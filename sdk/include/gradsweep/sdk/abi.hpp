@@ -21,7 +21,7 @@
 namespace gradsweep::sdk {
 
 inline constexpr std::uint32_t kAbiMajor = 1;
-inline constexpr std::uint32_t kAbiMinor = 0;
+inline constexpr std::uint32_t kAbiMinor = 1;  // 1.1: Communicator::with_algorithm, recv_any; Strategy::role
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 
 enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };

@@ -42,6 +42,14 @@ class MetricsSink {
 
 enum class ReduceOp : std::uint32_t { Sum = 0, Max = 1, Min = 2 };
 
+// How allreduce, reduce_scatter and allgather are carried out. `Native` is the backend's own
+// (MPI_Allreduce, ncclAllReduce); `Ring` is gradsweep's bandwidth-optimal ring over the backend's
+// point-to-point (host/comm/algorithms/), so strategies can compare the two on equal terms.
+enum class Algorithm : std::uint32_t { Native = 0, Ring = 1 };
+
+// recv_any's source for "whichever rank sends first".
+inline constexpr int kAnySource = -1;
+
 // An asynchronous collective in flight. Destroying it without `wait` is allowed: the host completes it.
 class Request {
  public:
@@ -69,7 +77,17 @@ class Communicator {
   virtual Status send(const torch::Tensor& tensor, int dst, int tag) noexcept = 0;
   virtual Status recv(torch::Tensor& tensor, int src, int tag) noexcept = 0;
   virtual Status barrier() noexcept = 0;
+  // Starts the allreduce and returns at once; it progresses (on a host thread) while the caller computes.
+  // Async calls run in the order they were issued, on every rank alike.
   virtual Status allreduce_async(torch::Tensor& tensor, ReduceOp op, std::unique_ptr<Request>* request) noexcept = 0;
+
+  // ---- ABI 1.1 ----
+  // The same ranks, with allreduce, allreduce_async, reduce_scatter and allgather carried out by
+  // `algorithm`; everything else as here. The view is owned by this communicator and shares its counters.
+  virtual Status with_algorithm(Algorithm algorithm, Communicator** view) noexcept = 0;
+  // Receives from whichever rank's message with `tag` arrives first (a parameter server's inbox); `*source`
+  // tells which. The message must have exactly tensor's size.
+  virtual Status recv_any(torch::Tensor& tensor, int tag, int* source) noexcept = 0;
 
  protected:
   ~Communicator() = default;
@@ -89,6 +107,11 @@ namespace collective {
 inline void allreduce(Communicator& c, torch::Tensor& t, ReduceOp op = ReduceOp::Sum) { check(c.allreduce(t, op)); }
 inline void broadcast(Communicator& c, torch::Tensor& t, int root) { check(c.broadcast(t, root)); }
 inline void barrier(Communicator& c) { check(c.barrier()); }
+inline Communicator& with_algorithm(Communicator& c, Algorithm a) {
+  Communicator* view = nullptr;
+  check(c.with_algorithm(a, &view));
+  return *view;
+}
 }  // namespace collective
 
 }  // namespace gradsweep::sdk

@@ -55,6 +55,12 @@ struct StepContext {
   double lr = 0.0;        // learning rate for this step
 };
 
+// What this rank does in the job. A parameter server that does not compute sets `computes` false: the
+// trainer then runs no forward/backward there and splits each global batch over the computing ranks only.
+struct RankRole {
+  bool computes = true;
+};
+
 struct StepResult {
   bool applied = true;     // false when the update was skipped (e.g. fp16 overflow)
   double grad_norm = 0.0;  // global gradient norm before clipping, when known
@@ -71,6 +77,8 @@ class StrategyAbi {
   virtual Status update(const StepContext& step, StepResult* out) noexcept = 0;
   virtual Status save_state(torch::serialize::OutputArchive& archive) noexcept = 0;
   virtual Status load_state(torch::serialize::InputArchive& archive) noexcept = 0;
+  // ---- ABI 1.1 (the host calls it only on plugins built against 1.1 or later) ----
+  virtual Status role(RankRole* out) noexcept = 0;
 
  protected:
   ~StrategyAbi() = default;
@@ -91,6 +99,7 @@ class Strategy : public StrategyAbi {
   virtual StepResult on_update(const StepContext& step) = 0;
   virtual void save(torch::serialize::OutputArchive& archive) = 0;
   virtual void load(torch::serialize::InputArchive& archive) = 0;
+  virtual RankRole rank_role() { return {}; }
 
   const PluginContext& context() const { return context_; }
 
@@ -121,6 +130,9 @@ class Strategy : public StrategyAbi {
   }
   Status load_state(torch::serialize::InputArchive& archive) noexcept final {
     return guard([&] { load(archive); });
+  }
+  Status role(RankRole* out) noexcept final {
+    return guard([&] { *out = rank_role(); });
   }
 
   PluginContext context_;
