@@ -13,11 +13,11 @@
 
 namespace gradsweep::sdk {
 
-// Weight decay goes to matrices only (dim >= 2); biases, norms' gains and other vectors are not decayed.
+// Builds the optimizer over two groups: `decay` gets the spec's weight decay, `no_decay` none. Strategies
+// that update slices of parameters (a shard) split by the parent parameter's shape, not the slice's.
 inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spec,
-                                                               const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+                                                               const std::vector<torch::Tensor>& decay,
+                                                               const std::vector<torch::Tensor>& no_decay) {
   if (spec.kind == OptimizerSpec::Kind::AdamW) {
     auto with_decay = [&](double wd) {
       return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(spec.lr)
@@ -38,6 +38,33 @@ inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSp
   if (!decay.empty()) groups.emplace_back(decay, with_decay(spec.weight_decay));
   if (!no_decay.empty()) groups.emplace_back(no_decay, with_decay(0.0));
   return std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(spec.lr));
+}
+
+// Weight decay goes to matrices only (dim >= 2); biases, norms' gains and other vectors are not decayed.
+inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spec,
+                                                               const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  return make_optimizer(spec, decay, no_decay);
+}
+
+// Bytes held by the optimizer's per-parameter state (AdamW's two moments, SGD's momentum buffer): what
+// ZeRO-1 divides by the number of ranks. Zero before the first step, which creates the state.
+inline std::uint64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
+  std::uint64_t bytes = 0;
+  auto add = [&](const torch::Tensor& t) {
+    if (t.defined()) bytes += static_cast<std::uint64_t>(t.numel()) * t.element_size();
+  };
+  for (const auto& [key, state] : optimizer.state()) {
+    if (const auto* adam = dynamic_cast<const torch::optim::AdamWParamState*>(state.get())) {
+      add(adam->exp_avg());
+      add(adam->exp_avg_sq());
+      add(adam->max_exp_avg_sq());
+    } else if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(state.get())) {
+      add(sgd->momentum_buffer());
+    }
+  }
+  return bytes;
 }
 
 inline void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
@@ -97,6 +124,7 @@ class LocalOptimizer {
   void save(torch::serialize::OutputArchive& archive) { optimizer_->save(archive); }
   void load(torch::serialize::InputArchive& archive) { optimizer_->load(archive); }
   const std::vector<torch::Tensor>& params() const { return params_; }
+  const torch::optim::Optimizer& optimizer() const { return *optimizer_; }
 
  private:
   std::vector<torch::Tensor> params_;

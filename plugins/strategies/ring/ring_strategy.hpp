@@ -1,0 +1,58 @@
+#pragma once
+// `ring` and `ring-amp`: synchronous data parallelism by allreduce of gradients (Bai's Ring AllReduce;
+// what Horovod and PyTorch DDP do). Every rank keeps all parameters and the whole optimizer and applies
+// the same averaged gradient, so all ranks stay identical and the run reproduces `single` at the same
+// global batch.
+//
+// Gradients are fused into buckets (bucket_mb) that are allreduced asynchronously as soon as they are
+// complete during backward (common/gradient_buckets.hpp); `algorithm` picks gradsweep's own ring over
+// point-to-point or the backend's native allreduce.
+#include "gradient_buckets.hpp"
+#include "mixed_precision.hpp"
+
+#include <gradsweep/sdk/optimizer.hpp>
+#include <gradsweep/sdk/strategy.hpp>
+
+#include <array>
+#include <memory>
+#include <optional>
+
+namespace gradsweep::strategies {
+
+inline constexpr std::array<sdk::OptionSpec, 3> kRingOptions{{
+    {"algorithm", sdk::OptionType::String, "ring",
+     "ring: gradsweep's ring allreduce over point-to-point; native: the backend's own allreduce"},
+    {"bucket_mb", sdk::OptionType::Float, "25", "fusion bucket size in MiB (Horovod's and DDP's default is 25)"},
+    {"overlap", sdk::OptionType::Bool, "true",
+     "start each bucket's allreduce during backward (false: all after backward, for comparison)"},
+}};
+
+class RingStrategy : public sdk::Strategy {
+ public:
+  RingStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name);
+
+ protected:
+  sdk::PrecisionPolicy precision_policy() override { return {amp_.compute_dtype()}; }
+  double current_loss_scale() override { return amp_.loss_scale(); }
+  void on_setup(const sdk::StrategySetup& setup) override;
+  void on_begin_step(const sdk::StepContext& step) override;
+  void on_gradient_ready(std::size_t index) override;
+  void on_end_backward() override;
+  sdk::StepResult on_update(const sdk::StepContext& step) override;
+  void save(torch::serialize::OutputArchive& archive) override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+ private:
+  void launch(Bucket& bucket);
+
+  std::string name_;
+  MixedPrecision amp_;
+  sdk::Communicator& comm_;  // the backend, or its view running gradsweep's ring
+  double bucket_mb_;
+  bool overlap_;
+  sdk::LocalOptimizer optimizer_;
+  std::optional<GradientBuckets> buckets_;
+  std::int64_t step_ = 0;
+};
+
+}  // namespace gradsweep::strategies
