@@ -2,6 +2,7 @@
 
 #include "train/machine.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -10,7 +11,24 @@ namespace fs = std::filesystem;
 
 namespace {
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json comm_json(const CommStats& c) {
+  const CommFigures f = comm_figures(c);
+  return {{"busy_s", c.seconds},
+          {"blocked_s", c.blocked_seconds},
+          {"calls", c.calls},
+          {"payload_bytes", c.payload_bytes},
+          {"overlap", number_or_null(f.overlap)},
+          {"algbw_gbps", number_or_null(f.algbw_gbps)},
+          {"busbw_gbps", number_or_null(f.busbw_gbps)}};
+}
 }  // namespace
+
+CommFigures comm_figures(const CommStats& c) {
+  if (c.seconds <= 0) return {std::nan(""), std::nan(""), std::nan("")};
+  return {std::clamp(1.0 - c.blocked_seconds / c.seconds, 0.0, 1.0), static_cast<double>(c.payload_bytes) / c.seconds / 1e9,
+          static_cast<double>(c.bytes_sent) / c.seconds / 1e9};
+}
 
 void RunTotals::add(const StepRecord& r, bool warmup) {
   if (!r.result.applied) ++skipped_updates;
@@ -26,6 +44,15 @@ void RunTotals::add(const StepRecord& r, bool warmup) {
   mean(bytes_sent, static_cast<double>(r.comm.bytes_sent));
   mean(bytes_received, static_cast<double>(r.comm.bytes_received));
   mean(mfu, r.mfu);
+  mean(comm_busy, r.comm.seconds);
+  mean(comm_blocked, r.comm.blocked_seconds);
+  mean(payload_bytes, static_cast<double>(r.comm.payload_bytes));
+  rank_bytes_sent.resize(r.ranks.size(), 0.0);
+  rank_bytes_received.resize(r.ranks.size(), 0.0);
+  for (std::size_t k = 0; k < r.ranks.size(); ++k) {
+    mean(rank_bytes_sent[k], static_cast<double>(r.ranks[k].comm.bytes_sent));
+    mean(rank_bytes_received[k], static_cast<double>(r.ranks[k].comm.bytes_received));
+  }
 }
 
 MetricsLog::MetricsLog(const fs::path& path, bool enabled, std::int64_t start_step) {
@@ -64,12 +91,19 @@ void MetricsLog::write(const StepRecord& r) {
                      {"update", r.times.update}}},
                    {"bytes_sent", r.comm.bytes_sent},
                    {"bytes_received", r.comm.bytes_received},
+                   {"comm", comm_json(r.comm)},
                    {"peak_rss_mb", peak_rss_mb()}};
   if (r.val_loss) {
     j["val_loss"] = *r.val_loss;
     j["val_ppl"] = std::exp(*r.val_loss);
   }
   for (const auto& [name, value] : r.plugin_metrics) j["plugin"][name] = value;
+  if (r.ranks.size() > 1)
+    for (const RankStep& k : r.ranks) {
+      j["ranks"]["bytes_sent"].push_back(k.comm.bytes_sent);
+      j["ranks"]["bytes_received"].push_back(k.comm.bytes_received);
+      j["ranks"]["comm_busy_s"].push_back(k.comm.seconds);
+    }
   out_ << j.dump() << '\n';
   out_.flush();
 }
@@ -132,6 +166,10 @@ nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_
       {"val_ppl", number_or_null(std::exp(val_loss))},
       {"bytes_sent_per_step", t.bytes_sent},
       {"bytes_received_per_step", t.bytes_received},
+      {"bytes_sent_per_step_by_rank", t.rank_bytes_sent},
+      {"bytes_received_per_step_by_rank", t.rank_bytes_received},
+      {"comm", comm_json(CommStats{static_cast<std::uint64_t>(t.bytes_sent), static_cast<std::uint64_t>(t.bytes_received),
+                                   t.comm_busy, 0, static_cast<std::uint64_t>(t.payload_bytes), t.comm_blocked})},
       {"skipped_updates", t.skipped_updates},
       {"flops_per_token", f.flops_per_token},
       {"peak_flops_per_rank", f.peak_flops},

@@ -2,6 +2,7 @@
 // The record of a run: one JSON line per step in metrics.jsonl, and the summary.json written at the end.
 // The schema is documented in docs/results.md.
 #include "comm/host_communicator.hpp"
+#include "train/rank_report.hpp"
 
 #include <gradsweep/sdk/model.hpp>
 #include <gradsweep/sdk/strategy.hpp>
@@ -33,7 +34,16 @@ struct StepRecord {
   double mfu;
   std::optional<double> val_loss;
   std::map<std::string, double> plugin_metrics;
+  std::vector<RankStep> ranks;  // every rank's counters, rank-major
 };
+
+// Communication figures of one rank's step, by the nccl-tests definitions (docs/results.md).
+struct CommFigures {
+  double overlap;     // 1 - blocked / busy: the share of communication hidden behind computation
+  double algbw_gbps;  // payload (S) / busy time
+  double busbw_gbps;  // bytes sent / busy time (bytes are counted as a ring moves them)
+};
+CommFigures comm_figures(const CommStats& c);
 
 // Running means over the measured steps (the first step, which pays for warm-up, is left out when
 // there are others).
@@ -41,6 +51,8 @@ struct RunTotals {
   std::int64_t steps = 0;
   StepTimes times;
   double bytes_sent = 0, bytes_received = 0, mfu = 0;
+  double comm_busy = 0, comm_blocked = 0, payload_bytes = 0;
+  std::vector<double> rank_bytes_sent, rank_bytes_received;
   std::int64_t skipped_updates = 0;
   void add(const StepRecord& r, bool warmup);
 };

@@ -12,6 +12,7 @@
 #include "train/lr_schedule.hpp"
 #include "train/machine.hpp"
 #include "train/metrics_log.hpp"
+#include "train/rank_report.hpp"
 #include "util/atomic_file.hpp"
 
 #include <torch/cuda.h>
@@ -48,13 +49,21 @@ std::vector<sdk::OptionSpec> specs_of(const PluginRecord& record) {
   return {record.descriptor->options, record.descriptor->options + record.descriptor->option_count};
 }
 
-// Averages a scalar over ranks (for reporting only: not counted as the strategy's traffic).
-double mean_over_ranks(HostCommunicator& comm, double value) {
-  if (comm.size() == 1) return value;
-  torch::Tensor t = torch::tensor({value}, torch::kDouble);
-  sdk::check(comm.allreduce(t, sdk::ReduceOp::Sum));
-  comm.take_stats();
-  return t.item<double>() / comm.size();
+// Sums (sum, count) over ranks and returns the mean (for reporting only: not the strategy's traffic).
+double mean_over_ranks(HostCommunicator& comm, double sum, double count) {
+  torch::Tensor t = torch::tensor({sum, count}, torch::kDouble);
+  if (comm.size() > 1) {
+    sdk::check(comm.allreduce(t, sdk::ReduceOp::Sum));
+    comm.take_stats();
+  }
+  return t[1].item<double>() > 0 ? t[0].item<double>() / t[1].item<double>() : std::nan("");
+}
+
+// Plugins built against SDK 1.0 have no role(): every rank of theirs computes.
+sdk::RankRole role_of(const StrategyInstance& strategy) {
+  sdk::RankRole role;
+  if (strategy.record().descriptor->abi_minor >= 1) strategy.call(strategy->role(&role), "role");
+  return role;
 }
 
 // Everything a plugin's context refers to, kept alive as long as the plugin object.
@@ -98,15 +107,18 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     throw ConfigError({config.file + ": train.seq_len: " + std::to_string(train.seq_len) +
                        " is longer than the model's block_size " + std::to_string(info.block_size)});
 
-  const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / world;
-  const data::BatchLoaderOptions batching{train.batch_size, train.seq_len, micro, rank, world};
+  StrategyInstance strategy(strategy_record,
+                            {strategy_services.options, strategy_services.logger, plugin_metrics, comm, device});
+  // Each global batch is split over the ranks that compute (all of them, unless a server only serves).
+  const bool computes = role_of(strategy).computes;
+  const ComputeGroup group = compute_group(comm, computes);
+  const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / group.count;
+  const data::BatchLoaderOptions batching{train.batch_size, train.seq_len, micro, group.index, group.count};
   const data::BatchLoader loader(data::TokenShard::open(config.train_data), batching);
   const data::BatchLoader val_loader(data::TokenShard::open(config.val_data), batching);
   for (const data::BatchLoader* l : {&loader, &val_loader}) check_vocabulary(l->shard(), info, config);
   const std::int64_t micro_steps = loader.micro_batches_per_step();
 
-  StrategyInstance strategy(strategy_record,
-                            {strategy_services.options, strategy_services.logger, plugin_metrics, comm, device});
   strategy.call(strategy->setup({params, train.optimizer, micro_steps}), "setup");
   sdk::PrecisionPolicy precision;
   strategy.call(strategy->precision(&precision), "precision");
@@ -130,19 +142,23 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     }
   MetricsLog log(request.out_dir / "metrics.jsonl", rank == 0, start_step);
 
+  // The validation set is the first eval.batches global batches of val.bin, split over the computing
+  // ranks as training batches are: the same sequences whatever the rank count, so val loss compares
+  // across strategies and node counts.
   auto evaluate = [&]() {
     model.call(model->set_training(false), "set_training");
     torch::NoGradGuard no_grad;
     double sum = 0.0, count = 0.0;
-    for (std::int64_t i = rank; i < config.eval_batches; i += world) {
-      const data::Batch b = val_loader.eval_batch(i);
-      torch::Tensor loss;
-      model.call(model->loss({b.inputs.to(device), b.targets.to(device)}, nullptr, &loss), "loss");
-      sum += loss.item<double>();
-      count += 1;
-    }
+    for (std::int64_t i = 0; computes && i < config.eval_batches; ++i)
+      for (std::int64_t m = 0; m < micro_steps; ++m) {
+        const data::Batch b = val_loader.batch(i, m);
+        torch::Tensor loss;
+        model.call(model->loss({b.inputs.to(device), b.targets.to(device)}, nullptr, &loss), "loss");
+        sum += loss.item<double>();
+        count += 1;
+      }
     model.call(model->set_training(true), "set_training");
-    return mean_over_ranks(comm, sum) * world / static_cast<double>(config.eval_batches);
+    return mean_over_ranks(comm, sum, count);
   };
 
   const std::int64_t tokens_per_step = train.batch_size * train.seq_len;
@@ -162,7 +178,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     double loss_scale = 1.0;
     strategy.call(strategy->loss_scale(&loss_scale), "loss_scale");
     double loss_sum = 0.0;
-    for (std::int64_t m = 0; m < micro_steps; ++m) {
+    for (std::int64_t m = 0; computes && m < micro_steps; ++m) {
       auto t0 = Clock::now();
       const data::Batch b = loader.batch(step, m);
       const sdk::Batch batch{b.inputs.to(device), b.targets.to(device)};
@@ -188,11 +204,13 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     strategy.call(strategy->update(ctx, &result), "update");
     sync_device(device);
     t.update = seconds_since(t0);
-    const CommStats comm_stats = comm.take_stats();
     t.step = seconds_since(step_start);
+    const StepReport report =
+        gather_step_report(comm, {computes, loss_sum, computes ? static_cast<double>(micro_steps) : 0.0,
+                                  comm.take_stats()});
+    const CommStats& comm_stats = report.ranks[static_cast<std::size_t>(rank)].comm;
     t.comm = comm_stats.seconds;
-
-    train_loss = mean_over_ranks(comm, loss_sum / static_cast<double>(micro_steps));
+    train_loss = report.mean_loss;
     if (!std::isfinite(train_loss))
       throw std::runtime_error("step " + std::to_string(step) + ": loss is " + std::to_string(train_loss) +
                                " (diverged); lower train.lr or enable gradient clipping");
@@ -200,10 +218,17 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     std::optional<double> step_val;
     if ((config.eval_every > 0 && (step + 1) % config.eval_every == 0) || last) step_val = val_loss = evaluate();
 
-    StepRecord record{step,          train_loss,  ctx.lr,        result,     t,
-                      comm_stats,    tokens_per_step / t.step,
-                      flops_per_token * static_cast<double>(tokens_per_step) / world / t.step / peak_flops,
-                      step_val,      plugin_metrics.take()};
+    StepRecord record{step,
+                      train_loss,
+                      ctx.lr,
+                      result,
+                      t,
+                      comm_stats,
+                      tokens_per_step / t.step,
+                      flops_per_token * static_cast<double>(tokens_per_step) / group.count / t.step / peak_flops,
+                      step_val,
+                      plugin_metrics.take(),
+                      report.ranks};
     log.write(record);
     totals.add(record, step == start_step && train.steps - start_step > 1);
     if (rank == 0 && (step % config.log_every == 0 || last))
