@@ -67,7 +67,10 @@ sdk::StepResult RingStrategy::on_update(const sdk::StepContext& step) {
     for (std::size_t i : b.params) members.push_back(optimizer_.params()[i]);
     b.layout.unpack_gradients(b.buffer, factor, members);
   }
-  return optimizer_.step(step);
+  const sdk::StepResult result = optimizer_.step(step);
+  context().metrics.record("optimizer_state_bytes",
+                           static_cast<double>(sdk::optimizer_state_bytes(optimizer_.optimizer())));
+  return result;
 }
 
 void RingStrategy::save(torch::serialize::OutputArchive& archive) {

@@ -1,0 +1,102 @@
+#include "dps_strategy.hpp"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace gradsweep::strategies {
+namespace {
+
+sdk::Algorithm algorithm_named(const std::string& name, const char* strategy) {
+  if (name == "ring") return sdk::Algorithm::Ring;
+  if (name == "native") return sdk::Algorithm::Native;
+  throw sdk::Error(std::string("strategy '") + strategy + "': algorithm '" + name + "' is not one of native, ring");
+}
+
+}  // namespace
+
+DpsStrategy::DpsStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name)
+    : Strategy(context),
+      amp_(precision),
+      comm_(sdk::collective::with_algorithm(context.comm, algorithm_named(context.options.text("algorithm"), name))) {}
+
+void DpsStrategy::on_setup(const sdk::StrategySetup& setup) {
+  params_ = sdk::tensors_of(setup.parameters);
+  spec_ = setup.optimizer;
+  layout_ = FlatLayout(params_);
+  const std::int64_t n = comm_.size();
+  shard_ = (layout_.numel() + n - 1) / n;
+  shard_begin_ = comm_.rank() * shard_;
+  const auto options = params_.front().options();
+  grads_ = torch::zeros({shard_ * n}, options.dtype(amp_.comm_dtype()));
+  grad_shard_ = torch::zeros({shard_}, options.dtype(amp_.comm_dtype()));
+  master_grad_ = torch::zeros({shard_}, options.dtype(torch::kFloat));
+  gathered_ = torch::zeros({shard_ * n}, options.dtype(torch::kFloat));
+
+  // The optimizer sees this rank's slices of the parameters, each decayed or not by its parameter's shape.
+  std::vector<torch::Tensor> decay, no_decay;
+  const std::int64_t shard_end = std::min(shard_begin_ + shard_, layout_.numel());
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const std::int64_t begin = std::max(shard_begin_, layout_.offset(i));
+    const std::int64_t end = std::min(shard_end, layout_.offset(i) + layout_.numel(i));
+    if (begin >= end) continue;
+    torch::Tensor values = params_[i].detach().view({-1}).narrow(0, begin - layout_.offset(i), end - begin);
+    values.mutable_grad() = master_grad_.narrow(0, begin - shard_begin_, end - begin);
+    owned_.push_back({begin, values});
+    (params_[i].dim() >= 2 ? decay : no_decay).push_back(values);
+  }
+  optimizer_ = sdk::make_optimizer(spec_, decay, no_decay);
+}
+
+void DpsStrategy::on_begin_step(const sdk::StepContext& step) {
+  step_ = step.step;
+  for (torch::Tensor& p : params_)
+    if (p.grad().defined()) p.mutable_grad().zero_();
+}
+
+void DpsStrategy::on_end_backward() {
+  layout_.pack_gradients(params_, grads_);
+  if (amp_.enabled()) amp_.maybe_inject_overflow(step_, comm_.rank(), grads_);
+  sdk::check(comm_.reduce_scatter(grads_, grad_shard_, sdk::ReduceOp::Sum));
+}
+
+sdk::StepResult DpsStrategy::on_update(const sdk::StepContext& step) {
+  const double scale = amp_.loss_scale();
+  if (amp_.enabled()) {
+    // Each rank sees only its shard: the ranks agree on overflow before anyone updates.
+    const bool overflow = any_rank(comm_, MixedPrecision::has_overflow(grad_shard_));
+    if (!amp_.finish_step(overflow, step.step, context().log, context().metrics)) return {false, 0.0};
+  }
+  master_grad_.copy_(grad_shard_);
+  master_grad_.mul_(1.0 / (static_cast<double>(comm_.size()) * scale));
+
+  // Global norm for clipping: the shards are disjoint, so the squared norms add up.
+  torch::Tensor norm_squared = master_grad_.to(torch::kDouble).pow(2).sum().reshape({1});
+  sdk::check(comm_.allreduce(norm_squared, sdk::ReduceOp::Sum));
+  const double norm = std::sqrt(norm_squared.item<double>());
+  if (spec_.grad_clip > 0 && norm > spec_.grad_clip) master_grad_.mul_(spec_.grad_clip / (norm + 1e-6));
+
+  sdk::set_learning_rate(*optimizer_, step.lr);
+  optimizer_->step();
+
+  // Every rank contributes its updated shard and receives the others'.
+  for (const OwnedSlice& s : owned_) gathered_.narrow(0, s.flat_offset, s.values.numel()).copy_(s.values);
+  torch::Tensor mine = gathered_.narrow(0, shard_begin_, shard_);
+  sdk::check(comm_.allgather(mine, gathered_));
+  layout_.unpack_parameters(gathered_, params_);
+  context().metrics.record("optimizer_state_bytes", static_cast<double>(sdk::optimizer_state_bytes(*optimizer_)));
+  return {true, norm};
+}
+
+void DpsStrategy::save(torch::serialize::OutputArchive& archive) {
+  optimizer_->save(archive);
+  if (amp_.enabled()) amp_.save(archive);
+}
+
+void DpsStrategy::load(torch::serialize::InputArchive& archive) {
+  optimizer_->load(archive);
+  if (amp_.enabled()) amp_.load(archive);
+}
+
+}  // namespace gradsweep::strategies

@@ -1,0 +1,74 @@
+#pragma once
+// `ps` and `ps-amp`: a single parameter server (Bai's SPS; the asynchronous baseline of Xiao et al.).
+//
+// Rank 0 is the server: it holds the master parameters and the whole optimizer. The other computing
+// ranks are workers: each step they push their gradient to the server and pull the parameters back.
+//
+//   mode: sync    the server waits for every worker's gradient, averages them (with its own when it
+//                 computes) and applies one update: the same result as `single` at the global batch.
+//   mode: async   the server applies each worker's gradient alone, in the order they arrive (any
+//                 source), and answers that worker with the parameters as they are now. A gradient
+//                 computed on parameters k updates behind is k stale: the server records it.
+//
+// All traffic goes through the server's links, which is what limits a parameter server: each worker
+// moves its gradient up and the parameters down every step (recorded as ps_push_bytes/ps_pull_bytes).
+#include "flat_layout.hpp"
+#include "mixed_precision.hpp"
+
+#include <gradsweep/sdk/optimizer.hpp>
+#include <gradsweep/sdk/strategy.hpp>
+
+#include <array>
+#include <vector>
+
+namespace gradsweep::strategies {
+
+inline constexpr std::array<sdk::OptionSpec, 2> kPsOptions{{
+    {"mode", sdk::OptionType::String, "sync", "sync: one averaged update per step; async: one update per gradient"},
+    {"server_computes", sdk::OptionType::Bool, "true",
+     "the server rank also computes gradients (false: it only serves, and the batch is split over the workers)"},
+}};
+
+class PsStrategy : public sdk::Strategy {
+ public:
+  PsStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name);
+
+ protected:
+  sdk::PrecisionPolicy precision_policy() override { return {amp_.compute_dtype()}; }
+  double current_loss_scale() override { return amp_.loss_scale(); }
+  sdk::RankRole rank_role() override { return {computes_}; }
+  void on_setup(const sdk::StrategySetup& setup) override;
+  void on_begin_step(const sdk::StepContext& step) override;
+  void on_end_backward() override;
+  sdk::StepResult on_update(const sdk::StepContext& step) override;
+  void save(torch::serialize::OutputArchive& archive) override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+ private:
+  bool server() const { return comm_.rank() == kServer; }
+  sdk::StepResult serve_sync(const sdk::StepContext& step);
+  sdk::StepResult serve_async(const sdk::StepContext& step);
+  // Applies `grads` (float32, summed over `count` gradients computed at loss scale `scale`) to the
+  // master parameters, unless they overflowed. Returns what the step did.
+  sdk::StepResult apply(const torch::Tensor& grads, double count, double scale, const sdk::StepContext& step);
+  void reply(int worker, const sdk::StepResult& result);
+  sdk::StepResult receive_parameters();
+
+  static constexpr int kServer = 0;
+  std::string name_;
+  MixedPrecision amp_;
+  sdk::Communicator& comm_;
+  bool async_;
+  bool computes_;
+  std::vector<int> workers_;  // ranks that push gradients to the server
+  sdk::LocalOptimizer optimizer_;  // on the server only
+  FlatLayout layout_;
+  torch::Tensor push_;    // gradient on the wire (wire dtype)
+  torch::Tensor sum_;     // the server's float32 accumulator
+  torch::Tensor pull_;    // parameters on the wire (float32)
+  torch::Tensor header_;  // push: {version, loss scale}; pull: {version, applied, grad norm, loss scale}
+  std::int64_t version_ = 0;  // updates the server has applied; for workers, the version they hold
+  std::int64_t step_ = 0;
+};
+
+}  // namespace gradsweep::strategies
