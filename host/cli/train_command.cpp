@@ -1,8 +1,10 @@
 #include "cli/train_command.hpp"
 
+#include "comm/communicator_nccl.hpp"
 #include "comm/host_communicator.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "config/cell_config.hpp"
+#include "config/comm_choice.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "services/logging.hpp"
 #include "train/trainer.hpp"
@@ -29,27 +31,78 @@ struct TrainArgs {
 // Exit code of a job that one rank's error ends (the same as main's for a one-rank job).
 constexpr int kRankErrorExitCode = 2;
 
-// The job's communicator: MPI when an MPI launcher started this process (mpirun, srun) or
-// GRADSWEEP_COMM=mpi asks for it; the one-rank backend otherwise, or when GRADSWEEP_COMM=local.
-std::unique_ptr<HostCommunicator> make_job_communicator() {
-  const char* env = std::getenv("GRADSWEEP_COMM");
-  const std::string choice = env != nullptr && *env != '\0' ? env : "auto";
-  if (choice != "auto" && choice != "mpi" && choice != "local")
-    throw std::runtime_error("GRADSWEEP_COMM='" + choice + "': expected auto, mpi or local");
-  if (choice == "mpi" || (choice == "auto" && mpi::launched_by_mpi())) return make_mpi_communicator();
-  return make_local_communicator();
+// The job's communicator, as config/comm_choice.hpp decides from runtime.comm, GRADSWEEP_COMM, the
+// device, the build and the launcher.
+struct JobCommunicator {
+  std::unique_ptr<HostCommunicator> comm;
+  CommDecision decision;
+};
+
+int cuda_device_index(const std::string& device) {
+  const auto colon = device.find(':');
+  return colon == std::string::npos ? -1 : std::stoi(device.substr(colon + 1));
 }
 
-void log_communicator(const HostCommunicator& comm) {
-  if (std::string(comm.backend()) != "mpi") {
-    spdlog::info("communicator: {} (one rank)", comm.backend());
+std::unique_ptr<HostCommunicator> make_backend(CommBackend backend, [[maybe_unused]] const CellConfig& config) {
+  switch (backend) {
+    case CommBackend::Local: return make_local_communicator();
+    case CommBackend::Mpi: return make_mpi_communicator();
+    case CommBackend::Nccl:
+#if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
+      return make_nccl_communicator(cuda_device_index(config.device));
+#else
+      break;  // choose_comm refuses nccl in a build without it
+#endif
+  }
+  throw std::logic_error(std::string("no ") + to_string(backend) + " backend in this build");
+}
+
+JobCommunicator make_job_communicator(const CellConfig& config) {
+  const char* env = std::getenv("GRADSWEEP_COMM");
+  CommRequest request;
+  request.config_choice = config.comm;
+  request.config_file = config.file;
+  request.env_choice = env != nullptr ? env : "";
+  request.device = config.device;
+  request.nccl_built = nccl_built();
+  request.launched_by_mpi = mpi::launched_by_mpi();
+  JobCommunicator job{nullptr, choose_comm(request)};
+  try {
+    job.comm = make_backend(job.decision.backend, config);
+  } catch (const std::exception& e) {
+    // Once MPI runs under a launcher, other ranks may be waiting for this one (the NCCL backend
+    // broadcasts its unique id over MPI): end them all rather than leave them there.
+    if (!mpi::launched_by_mpi() || !mpi::active()) throw;
+    spdlog::error("creating the {} communicator failed: {}", to_string(job.decision.backend), e.what());
+    spdlog::error("ending every rank of the job (MPI_Abort, exit code {})", kRankErrorExitCode);
+    spdlog::default_logger()->flush();
+    mpi::abort_job(kRankErrorExitCode);
+  }
+  return job;
+}
+
+void log_communicator(const JobCommunicator& job) {
+  const HostCommunicator& comm = *job.comm;
+  const std::string backend = comm.backend();
+  spdlog::info("communicator chosen by {}", job.decision.why);
+  if (backend == "local") {
+    spdlog::info("communicator: local (one rank)");
     if (mpi::launched_by_mpi())
-      spdlog::warn("started by an MPI launcher, but GRADSWEEP_COMM=local: every process trains alone as rank 0");
+      spdlog::warn("started by an MPI launcher, but the communicator is local: every process trains alone as rank 0");
+    return;
+  }
+  if (backend == "nccl") {
+#if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
+    spdlog::info("communicator: nccl, rank {} of {} ({} of {} on this node), {}", comm.rank(), comm.size(),
+                 comm.local_rank(), comm.local_size(), describe_nccl_communicator(comm));
+#endif
     return;
   }
   const int level = mpi::ensure_initialized();
   spdlog::info("communicator: mpi, rank {} of {} ({} of {} on this node), {}", comm.rank(), comm.size(),
                comm.local_rank(), comm.local_size(), mpi::thread_level_name(level));
+  if (!mpi::launched_by_mpi())
+    spdlog::info("no MPI launcher started this process: MPI runs as a singleton (one rank)");
   if (!mpi::is_thread_multiple(level))
     spdlog::warn("MPI granted {} only: strategies must not call the communicator from more than one thread at once",
                  mpi::thread_level_name(level));
@@ -65,12 +118,13 @@ void log_communicator(const HostCommunicator& comm) {
   mpi::abort_job(kRankErrorExitCode);
 }
 
-void train(const TrainArgs& args, HostCommunicator& comm) {
+void train(const TrainArgs& args, CellConfig config, const JobCommunicator& job) {
+  HostCommunicator& comm = *job.comm;
   const fs::path out(args.out);
   fs::create_directories(out);
   init_logging(comm.rank(), out / ("rank-" + std::to_string(comm.rank()) + ".log"));
-  log_communicator(comm);
-  TrainRequest request{load_cell_config(args.config, args.overrides), out, !args.fresh, args.stop_after};
+  log_communicator(job);
+  TrainRequest request{std::move(config), out, !args.fresh, args.stop_after};
   PluginRegistry registry;
   registry.scan(PluginRegistry::search_path(request.config.plugin_paths));
   const nlohmann::json summary = train_cell(request, registry, comm);
@@ -98,10 +152,15 @@ void register_train_command(CLI::App& app) {
                   "End after N steps of this invocation without a final checkpoint, as an interruption would "
                   "(for testing resume and for time-sliced allocations)");
   cmd->callback([args] {
-    std::unique_ptr<HostCommunicator> comm = make_job_communicator();
+    // The configuration comes first because it names the backend. Its errors come before any
+    // communication and are the same on every rank: each process reports them (main, exit code 2) and
+    // no rank is left waiting for another.
+    CellConfig config = load_cell_config(args->config, args->overrides);
+    const JobCommunicator job = make_job_communicator(config);
+    HostCommunicator* comm = job.comm.get();
     init_logging(comm->rank());  // every line names its rank, even before the log file exists
     try {
-      train(*args, *comm);
+      train(*args, std::move(config), job);
     } catch (const c10::Error& e) {
       if (comm->size() == 1) throw;  // main prints it and exits 2
       end_job(*comm, e.what_without_backtrace());

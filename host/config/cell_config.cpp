@@ -44,7 +44,8 @@ const std::map<std::string, std::vector<OptionSpec>>& host_schema() {
         {"peak_flops", OptionType::Float, "0", "peak FLOP/s for MFU (0 = measure sgemm once and cache)"}}},
       {"runtime",
        {{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"},
-        {"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"}}},
+        {"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"},
+        {"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"}}},
   };
   return schema;
 }
@@ -164,6 +165,7 @@ CellConfig parse_cell_config(const std::string& yaml_text, const std::string& fi
   config.peak_flops = host["metrics"].number("peak_flops");
   config.threads = host["runtime"].integer("threads");
   config.device = host["runtime"].text("device");
+  config.comm = host["runtime"].text("comm");
 
   auto positive = [&](const char* section, const char* key, std::int64_t v) {
     if (v <= 0) diag.error(config.root[section][key], std::string(section) + "." + key, "must be positive");
@@ -176,6 +178,8 @@ CellConfig parse_cell_config(const std::string& yaml_text, const std::string& fi
   if (config.eval_batches <= 0) diag.error(config.root["eval"]["batches"], "eval.batches", "must be positive");
   if (config.device != "cpu" && config.device.rfind("cuda", 0) != 0)
     diag.error(config.root["runtime"]["device"], "runtime.device", "expected cpu, cuda or cuda:N");
+  if (!is_comm_choice(config.comm))
+    diag.error(config.root["runtime"]["comm"], "runtime.comm", "expected " + std::string(kCommChoices) + ", got '" + config.comm + "'");
   diag.throw_if_any();
   return config;
 }

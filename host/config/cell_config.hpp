@@ -8,11 +8,12 @@
 //   eval:     {every, batches}
 //   checkpoint: {every}
 //   metrics:  {log_every, peak_flops}
-//   runtime:  {threads, device}
+//   runtime:  {threads, device, comm}
 //   plugins:  {paths: [DIR, ...]}
 //
 // The host's sections are validated here; the model and strategy sections are validated against their
 // plugins' declared options once the plugins are found (see resolve_plugin_options).
+#include "config/comm_choice.hpp"
 #include "config/config_error.hpp"
 
 #include <gradsweep/sdk/options.hpp>
@@ -51,6 +52,7 @@ struct CellConfig {
   double peak_flops = 0.0;  // 0 = measure
   std::int64_t threads = 0;  // 0 = cores / ranks on this node
   std::string device;
+  std::string comm;  // communicator backend asked for: auto, local, mpi or nccl (see comm_choice.hpp)
   std::vector<std::filesystem::path> plugin_paths;
   // Every host section with defaults filled in, for the resolved config.
   YAML::Node resolved;
