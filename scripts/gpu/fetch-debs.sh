@@ -8,5 +8,8 @@ mkdir -p gpu-debs && cd gpu-debs
 apt-get download \
   libyaml-cpp-dev libyaml-cpp0.7 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 \
   libboost1.74-dev libboost-filesystem1.74-dev libboost-filesystem1.74.0 libboost-system1.74.0 \
-  libcli11-dev nlohmann-json3-dev libopenmpi-dev
+  libcli11-dev nlohmann-json3-dev \
+  libopenmpi-dev libopenmpi3 libhwloc15 libevent-core-2.1-7 libevent-pthreads-2.1-7
+# Open MPI: headers and the link name (libopenmpi-dev), the library and what it loads at start
+# (libopenmpi3, hwloc, libevent); gradsweep links it even when it trains alone on the NCCL backend.
 ls -la
