@@ -36,6 +36,8 @@ constexpr int kRankErrorExitCode = 2;
 struct JobCommunicator {
   std::unique_ptr<HostCommunicator> comm;
   CommDecision decision;
+  // Read before MPI starts: an MPI singleton's own start sets some of the launcher variables.
+  bool launched_by_mpi;
 };
 
 int cuda_device_index(const std::string& device) {
@@ -66,13 +68,13 @@ JobCommunicator make_job_communicator(const CellConfig& config) {
   request.device = config.device;
   request.nccl_built = nccl_built();
   request.launched_by_mpi = mpi::launched_by_mpi();
-  JobCommunicator job{nullptr, choose_comm(request)};
+  JobCommunicator job{nullptr, choose_comm(request), request.launched_by_mpi};
   try {
     job.comm = make_backend(job.decision.backend, config);
   } catch (const std::exception& e) {
     // Once MPI runs under a launcher, other ranks may be waiting for this one (the NCCL backend
     // broadcasts its unique id over MPI): end them all rather than leave them there.
-    if (!mpi::launched_by_mpi() || !mpi::active()) throw;
+    if (!job.launched_by_mpi || !mpi::active()) throw;
     spdlog::error("creating the {} communicator failed: {}", to_string(job.decision.backend), e.what());
     spdlog::error("ending every rank of the job (MPI_Abort, exit code {})", kRankErrorExitCode);
     spdlog::default_logger()->flush();
@@ -87,7 +89,7 @@ void log_communicator(const JobCommunicator& job) {
   spdlog::info("communicator chosen by {}", job.decision.why);
   if (backend == "local") {
     spdlog::info("communicator: local (one rank)");
-    if (mpi::launched_by_mpi())
+    if (job.launched_by_mpi)
       spdlog::warn("started by an MPI launcher, but the communicator is local: every process trains alone as rank 0");
     return;
   }
@@ -101,7 +103,7 @@ void log_communicator(const JobCommunicator& job) {
   const int level = mpi::ensure_initialized();
   spdlog::info("communicator: mpi, rank {} of {} ({} of {} on this node), {}", comm.rank(), comm.size(),
                comm.local_rank(), comm.local_size(), mpi::thread_level_name(level));
-  if (!mpi::launched_by_mpi())
+  if (!job.launched_by_mpi)
     spdlog::info("no MPI launcher started this process: MPI runs as a singleton (one rank)");
   if (!mpi::is_thread_multiple(level))
     spdlog::warn("MPI granted {} only: strategies must not call the communicator from more than one thread at once",

@@ -97,7 +97,7 @@ if ! run_step "build gradsweep with NCCL" 420 build; then
 fi
 
 # ---- 3. the NCCL backend on one rank ------------------------------------------------------------------
-run_step "NCCL backend collectives (one rank)" 120 ./build-gpu/nccl_check || true
+run_step "NCCL backend collectives (one rank)" 120 ./build-gpu/host/nccl_check || true
 
 # ---- 4. GPT-2 124M, one rank, NCCL backend -------------------------------------------------------------
 # Byte-level text is enough to time GPT-2 124M (its 50257-row embedding is there either way); the
