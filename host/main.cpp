@@ -1,4 +1,5 @@
 // gradsweep: data-parallel training experiments over pluggable strategies and models.
+#include "cli/bench_comm_command.hpp"
 #include "cli/plugins_command.hpp"
 #include "cli/prepare_command.hpp"
 #include "cli/train_command.hpp"
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   gradsweep::host::register_train_command(app);
   gradsweep::host::register_plugins_command(app);
   gradsweep::cli::register_prepare_command(app);
+  gradsweep::host::register_bench_comm_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,15 +1,23 @@
 // The one-rank backend: what `single` runs on, and what every strategy degenerates to at one rank.
+// Counters follow the same rules as the MPI backend's (docs/communicators.md): at one rank nothing
+// is sent or received, but every call counts once, with its size S and its (tiny) time.
 #include "comm/host_communicator.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
+#include <chrono>
+
 namespace gradsweep::host {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 class DoneRequest final : public sdk::Request {
  public:
   sdk::Status wait() noexcept override { return sdk::Status::Ok(); }
 };
+
+std::uint64_t bytes_of(const torch::Tensor& t) { return t.defined() ? static_cast<std::uint64_t>(t.nbytes()) : 0; }
 
 class LocalCommunicator final : public HostCommunicator {
  public:
@@ -19,15 +27,18 @@ class LocalCommunicator final : public HostCommunicator {
   int local_size() const noexcept override { return 1; }
   const char* backend() const noexcept override { return "local"; }
 
-  sdk::Status allreduce(torch::Tensor&, sdk::ReduceOp) noexcept override { return counted(); }
-  sdk::Status broadcast(torch::Tensor&, int root) noexcept override {
-    return root == 0 ? counted() : sdk::Status::Error("broadcast: root " + std::to_string(root) + " out of range (1 rank)");
+  sdk::Status allreduce(torch::Tensor& tensor, sdk::ReduceOp) noexcept override {
+    return counted(bytes_of(tensor), [] {});
+  }
+  sdk::Status broadcast(torch::Tensor& tensor, int root) noexcept override {
+    if (root != 0) return sdk::Status::Error("broadcast: root " + std::to_string(root) + " out of range (1 rank)");
+    return counted(bytes_of(tensor), [] {});
   }
   sdk::Status allgather(const torch::Tensor& input, torch::Tensor& output) noexcept override {
-    return sdk::guard([&] { output.copy_(input.view_as(output)); });
+    return counted(bytes_of(output), [&] { output.copy_(input.view_as(output)); });
   }
   sdk::Status reduce_scatter(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp) noexcept override {
-    return sdk::guard([&] { output.copy_(input.view_as(output)); });
+    return counted(bytes_of(input), [&] { output.copy_(input.view_as(output)); });
   }
   sdk::Status send(const torch::Tensor&, int dst, int) noexcept override {
     return sdk::Status::Error("send to rank " + std::to_string(dst) + ": a one-rank job has no peers");
@@ -35,9 +46,11 @@ class LocalCommunicator final : public HostCommunicator {
   sdk::Status recv(torch::Tensor&, int src, int) noexcept override {
     return sdk::Status::Error("recv from rank " + std::to_string(src) + ": a one-rank job has no peers");
   }
-  sdk::Status barrier() noexcept override { return counted(); }
-  sdk::Status allreduce_async(torch::Tensor&, sdk::ReduceOp, std::unique_ptr<sdk::Request>* request) noexcept override {
-    return sdk::guard([&] { *request = std::make_unique<DoneRequest>(); });
+  sdk::Status barrier() noexcept override { return counted(0, [] {}); }
+  sdk::Status allreduce_async(torch::Tensor& tensor, sdk::ReduceOp,
+                              std::unique_ptr<sdk::Request>* request) noexcept override {
+    if (request == nullptr) return sdk::Status::Error("allreduce_async: request is null");
+    return counted(bytes_of(tensor), [&] { *request = std::make_unique<DoneRequest>(); });
   }
   // On one rank every algorithm is the identity.
   sdk::Status with_algorithm(sdk::Algorithm, sdk::Communicator** view) noexcept override {
@@ -49,9 +62,18 @@ class LocalCommunicator final : public HostCommunicator {
   }
 
  private:
-  sdk::Status counted() noexcept {
-    ++stats_.calls;
-    return sdk::Status::Ok();
+  // One call: its time is both busy and blocked (nothing runs in the background here).
+  template <class Body>
+  sdk::Status counted(std::uint64_t payload, Body&& body) noexcept {
+    const auto t0 = Clock::now();
+    const sdk::Status status = sdk::guard(body);
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    CommStats delta;
+    delta.calls = 1;
+    delta.seconds = delta.blocked_seconds = seconds;
+    if (status.ok) delta.payload_bytes = payload;
+    add_stats(delta);
+    return status;
   }
 };
 

@@ -5,24 +5,56 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <utility>
 
 namespace gradsweep::host {
 
 struct CommStats {
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
-  double seconds = 0.0;  // wall time spent inside communication calls
+  // Busy time: wall time communication was in progress for this rank, i.e. blocking calls plus the
+  // time asynchronous operations ran on the backend's worker (whether or not anyone waited for them).
+  double seconds = 0.0;
   std::uint64_t calls = 0;
+  // The sum over calls of nccl-tests' S (the collective's size: the tensor for allreduce/broadcast/send/
+  // recv, the full input of reduce_scatter, the full output of allgather), so algbw = payload_bytes / seconds.
+  std::uint64_t payload_bytes = 0;
+  // Time the calling threads spent blocked: inside blocking calls and inside Request::wait (or a request's
+  // destructor). With one calling thread, blocked_seconds <= seconds, and 1 - blocked/busy is the
+  // fraction of communication hidden behind computation.
+  double blocked_seconds = 0.0;
+
+  CommStats& operator+=(const CommStats& o) {
+    bytes_sent += o.bytes_sent;
+    bytes_received += o.bytes_received;
+    seconds += o.seconds;
+    calls += o.calls;
+    payload_bytes += o.payload_bytes;
+    blocked_seconds += o.blocked_seconds;
+    return *this;
+  }
 };
 
 class HostCommunicator : public sdk::Communicator {
  public:
   virtual ~HostCommunicator() = default;
-  // Counters since the last call; the trainer takes them once per step.
-  CommStats take_stats() { return std::exchange(stats_, {}); }
+  // Counters since the last call; the trainer takes them once per step. Safe while a backend's worker
+  // thread is adding to them.
+  CommStats take_stats() {
+    const std::lock_guard<std::mutex> lock(stats_mutex_);
+    return std::exchange(stats_, {});
+  }
 
  protected:
-  CommStats stats_;
+  // Adds to the counters from any thread.
+  void add_stats(const CommStats& delta) {
+    const std::lock_guard<std::mutex> lock(stats_mutex_);
+    stats_ += delta;
+  }
+
+  CommStats stats_;  // guarded by stats_mutex_
+  std::mutex stats_mutex_;
 };
 
 // Rank 0 of 1: collectives are identities, point-to-point has no peer.

@@ -1,0 +1,350 @@
+// `gradsweep bench comm`: times allreduce, reduce_scatter or allgather over a range of sizes with each
+// algorithm of the MPI backend, and reports nccl-tests' algbw and busbw (NVIDIA/nccl-tests,
+// doc/PERFORMANCE.md) so that the figures compare with theirs and with a link's peak.
+//
+// Fairness: iterations alternate the algorithms (and which goes first), so a burst of load from another
+// process hits both alike; every timed call starts after a barrier, so it measures the collective and
+// not the ranks' arrival skew; t is the slowest rank's mean, as nccl-tests reports.
+#include "cli/bench_comm_command.hpp"
+
+#include "comm/algorithms/ring.hpp"
+#include "comm/host_communicator.hpp"
+#include "comm/mpi_runtime.hpp"
+#include "services/logging.hpp"
+#include "train/machine.hpp"
+#include "util/atomic_file.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gradsweep::host {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchArgs {
+  std::string collective = "allreduce";
+  std::string min_bytes = "1KiB";
+  std::string max_bytes = "256MiB";
+  int iters = 20;
+  int warmup = 5;
+  std::vector<std::string> algorithms{"native", "ring"};
+  std::string dtype = "float32";
+  std::string json;
+  int threads = 0;
+};
+
+enum class Collective { Allreduce, ReduceScatter, Allgather };
+
+// "64KiB", "16M", "1048576": bytes, with binary multiples (K = KiB = 1024, as nccl-tests reads them).
+std::uint64_t parse_bytes(const std::string& text) {
+  std::size_t end = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  if (end == 0) throw std::invalid_argument("'" + text + "': expected a size such as 4096, 64KiB or 256MiB");
+  std::string unit = text.substr(end);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::pair<const char*, std::uint64_t> units[] = {
+      {"", 1},        {"B", 1},         {"K", 1ull << 10}, {"KB", 1ull << 10}, {"KIB", 1ull << 10},
+      {"M", 1ull << 20}, {"MB", 1ull << 20}, {"MIB", 1ull << 20}, {"G", 1ull << 30}, {"GB", 1ull << 30},
+      {"GIB", 1ull << 30}};
+  for (const auto& [name, scale] : units)
+    if (unit == name) return value * scale;
+  throw std::invalid_argument("'" + text + "': unknown unit '" + text.substr(end) + "' (use B, KiB, MiB or GiB)");
+}
+
+std::string human_bytes(std::uint64_t b) {
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= (1ull << 10) && b % (1ull << 10) == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+// nccl-tests' busbw factor: what each rank must move for the collective, relative to S.
+double bus_factor(Collective c, int n) {
+  if (n <= 1) return 0.0;
+  return c == Collective::Allreduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+}
+
+// Element i of rank r's data (i counted from `first` in the collective's full tensor): small integers
+// that are exact in bfloat16 once summed over up to 8 ranks. Built from a 13-element period by
+// repetition, so it costs one tensor of the size, not an index tensor of int64.
+torch::Tensor pattern(std::int64_t count, std::int64_t first, torch::ScalarType dtype) {
+  const torch::Tensor period = (torch::arange(13, torch::kInt) + 1).to(dtype);
+  const std::int64_t reps = (count + first % 13) / 13 + 1;
+  return period.repeat({reps}).narrow(0, first % 13, count).contiguous();
+}
+
+// The tensors of one size: for allreduce `a` is the tensor; for reduce_scatter `a` is the input and `b`
+// the output; for allgather `a` is the input and `b` the output. S is nccl-tests' size.
+struct Case {
+  Collective collective;
+  torch::Tensor a, b;
+  std::int64_t per_rank = 0;  // reduce_scatter's output, allgather's input; allreduce: the whole count
+  std::uint64_t bytes = 0;    // S
+};
+
+Case make_case(Collective c, std::uint64_t bytes, torch::ScalarType dtype, int n) {
+  const std::int64_t element = static_cast<std::int64_t>(c10::elementSize(dtype));
+  const std::int64_t count = static_cast<std::int64_t>(bytes) / element;
+  Case k{c};
+  const auto options = torch::TensorOptions().dtype(dtype);
+  if (c == Collective::Allreduce) {
+    k.per_rank = count;
+    k.a = torch::zeros({count}, options);
+  } else {
+    k.per_rank = count / n;  // S rounded down to a multiple of n elements, as nccl-tests does
+    k.a = torch::zeros({c == Collective::ReduceScatter ? k.per_rank * n : k.per_rank}, options);
+    k.b = torch::zeros({c == Collective::ReduceScatter ? k.per_rank : k.per_rank * n}, options);
+  }
+  k.bytes = static_cast<std::uint64_t>((c == Collective::Allreduce ? count : k.per_rank * n) * element);
+  return k;
+}
+
+sdk::Status run_once(sdk::Communicator& comm, Case& k) {
+  switch (k.collective) {
+    case Collective::Allreduce: return comm.allreduce(k.a, sdk::ReduceOp::Sum);
+    case Collective::ReduceScatter: return comm.reduce_scatter(k.a, k.b, sdk::ReduceOp::Sum);
+    case Collective::Allgather: return comm.allgather(k.a, k.b);
+  }
+  return sdk::Status::Error("unknown collective");
+}
+
+// Runs the collective once on known data and compares with the result computed locally. Returns "" or
+// what is wrong. The timed iterations then run on zeros (nothing grows, no denormals).
+std::string check_once(sdk::Communicator& comm, Case& k, const std::string& algorithm) {
+  const int n = comm.size(), r = comm.rank();
+  const torch::ScalarType dtype = k.a.scalar_type();
+  const double ranks_sum = n * (n + 1) / 2.0;
+  torch::Tensor got, want;
+  switch (k.collective) {
+    case Collective::Allreduce:
+      k.a.copy_(pattern(k.per_rank, 0, dtype).mul_(r + 1));
+      want = pattern(k.per_rank, 0, dtype).mul_(ranks_sum);
+      got = k.a;
+      break;
+    case Collective::ReduceScatter:
+      k.a.copy_(pattern(k.a.numel(), 0, dtype).mul_(r + 1));
+      want = pattern(k.per_rank, static_cast<std::int64_t>(r) * k.per_rank, dtype).mul_(ranks_sum);
+      got = k.b;
+      break;
+    case Collective::Allgather: {
+      k.a.copy_(pattern(k.per_rank, static_cast<std::int64_t>(r) * k.per_rank, dtype).mul_(r + 1));
+      want = pattern(k.b.numel(), 0, dtype);
+      for (int q = 0; q < n; ++q) want.narrow(0, q * k.per_rank, k.per_rank).mul_(q + 1);
+      got = k.b;
+      break;
+    }
+  }
+  const sdk::Status s = run_once(comm, k);
+  if (!s.ok) return s.message;
+  // float32 sums of these integers are exact; bfloat16 partial sums round only past 256 (> 8 ranks).
+  const bool same = dtype == torch::kFloat ? torch::equal(got, want)
+                                           : torch::allclose(got.to(torch::kFloat), want.to(torch::kFloat), 1e-2, 0);
+  k.a.zero_();
+  if (k.b.defined()) k.b.zero_();
+  if (same) return "";
+  const torch::Tensor bad = (got.to(torch::kFloat) - want.to(torch::kFloat)).abs().gt(0.5).nonzero();
+  const std::int64_t i = bad.numel() > 0 ? bad[0][0].item<std::int64_t>() : 0;
+  return fmt::format("{} gave a wrong result on rank {}: element {} is {}, expected {}", algorithm, r, i,
+                     got[i].item<double>(), want[i].item<double>());
+}
+
+struct Figures {
+  double seconds = 0, algbw = 0, busbw = 0;  // GB/s = 1e9 bytes/s
+};
+
+class CommBench {
+ public:
+  CommBench(const BenchArgs& args, HostCommunicator& comm) : args_(args), comm_(comm) {}
+
+  void run() {
+    const Collective collective = parse_collective(args_.collective);
+    const torch::ScalarType dtype = args_.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat;
+    const std::uint64_t min_bytes = parse_bytes(args_.min_bytes), max_bytes = parse_bytes(args_.max_bytes);
+    if (min_bytes == 0 || min_bytes > max_bytes)
+      throw std::invalid_argument("bench comm: --min-bytes must be > 0 and <= --max-bytes");
+    if (args_.iters < 1 || args_.warmup < 0) throw std::invalid_argument("bench comm: --iters >= 1, --warmup >= 0");
+    std::vector<sdk::Communicator*> views;
+    for (const std::string& a : args_.algorithms) views.push_back(&view(a));
+    const int n = comm_.size();
+    const int threads = choose_threads(args_.threads, comm_.local_size());
+    set_compute_threads(threads);
+
+    nlohmann::json report{{"collective", args_.collective}, {"dtype", args_.dtype}, {"ranks", n},
+                          {"ranks_on_node", comm_.local_size()}, {"backend", comm_.backend()},
+                          {"iters", args_.iters}, {"warmup", args_.warmup}, {"threads", threads},
+                          {"algorithms", args_.algorithms}, {"ring_tuning", ring_tuning()},
+                          {"bus_factor", bus_factor(collective, n)}, {"results", nlohmann::json::array()}};
+    if (comm_.rank() == 0) print_header(collective, n, threads);
+    for (std::uint64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+      Case k = make_case(collective, bytes, dtype, n);
+      if (k.bytes == 0) continue;  // smaller than one element per rank
+      check(k, views);
+      const std::vector<Figures> figures = time(k, views, collective);
+      if (comm_.rank() == 0) print_row(k, figures, report);
+    }
+    if (comm_.rank() == 0 && !args_.json.empty())
+      util::write_file_atomically(args_.json, report.dump(2) + "\n");
+  }
+
+ private:
+  static Collective parse_collective(const std::string& name) {
+    if (name == "allreduce") return Collective::Allreduce;
+    if (name == "reduce_scatter") return Collective::ReduceScatter;
+    return Collective::Allgather;  // the option's check allows nothing else
+  }
+
+  sdk::Communicator& view(const std::string& algorithm) {
+    return sdk::collective::with_algorithm(comm_, algorithm == "ring" ? sdk::Algorithm::Ring : sdk::Algorithm::Native);
+  }
+
+  nlohmann::json ring_tuning() const {
+    const ring::Tuning defaults;
+    auto env = [](const char* name, long fallback) {
+      const char* v = std::getenv(name);
+      return v != nullptr && *v != '\0' ? std::strtol(v, nullptr, 10) : fallback;
+    };
+    return {{"segment_bytes", env("GRADSWEEP_RING_SEGMENT_BYTES", static_cast<long>(defaults.segment_bytes))},
+            {"lookahead", env("GRADSWEEP_RING_LOOKAHEAD", defaults.lookahead)}};
+  }
+
+  // Every algorithm once on known data. A wrong result on any rank ends the benchmark on every rank
+  // (the verdicts are combined first, so no rank is left waiting): it is an error, not a figure.
+  void check(Case& k, const std::vector<sdk::Communicator*>& views) {
+    std::string problem;
+    for (std::size_t a = 0; a < views.size(); ++a) {  // every rank runs every check, whatever it found
+      const std::string found = check_once(*views[a], k, args_.algorithms[a]);
+      if (problem.empty()) problem = found;
+    }
+    if (!problem.empty()) spdlog::error("bench comm: {} of {}: {}", args_.collective, human_bytes(k.bytes), problem);
+    torch::Tensor bad = torch::full({1}, problem.empty() ? 0 : 1, torch::kInt);
+    sdk::check(comm_.allreduce(bad, sdk::ReduceOp::Max));
+    if (bad.item<int>() != 0)
+      throw std::runtime_error("bench comm: " + args_.collective + " of " + human_bytes(k.bytes) +
+                               " gave a wrong result" + (problem.empty() ? " on another rank" : ": " + problem));
+  }
+
+  std::vector<Figures> time(Case& k, const std::vector<sdk::Communicator*>& views, Collective collective) {
+    const std::size_t algos = views.size();
+    torch::Tensor seconds = torch::zeros({static_cast<std::int64_t>(algos)}, torch::kDouble);
+    for (int it = -args_.warmup; it < args_.iters; ++it) {
+      for (std::size_t j = 0; j < algos; ++j) {
+        const std::size_t a = (j + static_cast<std::size_t>(it + args_.warmup)) % algos;  // who goes first rotates
+        sdk::check(comm_.barrier());
+        const auto t0 = Clock::now();
+        sdk::check(run_once(*views[a], k));
+        const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (it >= 0) seconds[static_cast<std::int64_t>(a)] += dt;
+      }
+    }
+    seconds.div_(args_.iters);
+    sdk::check(comm_.allreduce(seconds, sdk::ReduceOp::Max));  // the slowest rank's mean
+    std::vector<Figures> out(algos);
+    for (std::size_t a = 0; a < algos; ++a) {
+      Figures& f = out[a];
+      f.seconds = seconds[static_cast<std::int64_t>(a)].item<double>();
+      f.algbw = f.seconds > 0 ? static_cast<double>(k.bytes) / f.seconds / 1e9 : 0.0;
+      f.busbw = f.algbw * bus_factor(collective, comm_.size());
+    }
+    comm_.take_stats();  // the benchmark's own traffic is not anyone's step
+    return out;
+  }
+
+  void print_header(Collective collective, int n, int threads) const {
+    const nlohmann::json tuning = ring_tuning();
+    std::cout << fmt::format("# gradsweep bench comm: {} of {} on {} ranks ({}, {} on this node), {} iterations after "
+                             "{} warm-up, {} compute thread(s) per rank\n",
+                             args_.collective, args_.dtype, n, comm_.backend(), comm_.local_size(), args_.iters,
+                             args_.warmup, threads)
+              << fmt::format("# ring: {} segments, lookahead {}; time = slowest rank's mean; algbw = S/time; "
+                             "busbw = algbw x {:.3f}; GB/s = 1e9 B/s\n",
+                             human_bytes(tuning["segment_bytes"].get<std::uint64_t>()), tuning["lookahead"].get<int>(),
+                             bus_factor(collective, n));
+    std::string head = fmt::format("# {:>12} {:>12}", "size(B)", "elements");
+    for (const std::string& a : args_.algorithms)
+      head += fmt::format(" | {:>8} {:>10} {:>7} {:>7}", a, "time(us)", "algbw", "busbw");
+    if (args_.algorithms.size() == 2) head += fmt::format(" | {}/{}", args_.algorithms[1], args_.algorithms[0]);
+    std::cout << head << std::endl;
+  }
+
+  void print_row(const Case& k, const std::vector<Figures>& figures, nlohmann::json& report) const {
+    const std::int64_t elements = k.collective == Collective::Allreduce ? k.per_rank : k.per_rank * comm_.size();
+    std::string row = fmt::format("  {:>12} {:>12}", k.bytes, elements);
+    nlohmann::json entry{{"bytes", k.bytes}, {"elements", elements}};
+    for (std::size_t a = 0; a < figures.size(); ++a) {
+      const Figures& f = figures[a];
+      row += fmt::format(" | {:>8} {:>10.1f} {:>7.2f} {:>7.2f}", "", f.seconds * 1e6, f.algbw, f.busbw);
+      entry[args_.algorithms[a]] = {{"time_us", f.seconds * 1e6}, {"algbw_gbps", f.algbw}, {"busbw_gbps", f.busbw}};
+    }
+    if (figures.size() == 2 && figures[1].seconds > 0) {
+      const double ratio = figures[0].seconds / figures[1].seconds;  // = busbw[1] / busbw[0]
+      row += fmt::format(" | {:>6.3f}", ratio);
+      entry["ratio"] = ratio;
+    }
+    std::cout << row << std::endl;
+    report["results"].push_back(entry);
+  }
+
+  const BenchArgs& args_;
+  HostCommunicator& comm_;
+};
+
+}  // namespace
+
+void register_bench_comm_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
+  bench->require_subcommand(1);
+  CLI::App* cmd = bench->add_subcommand(
+      "comm", "Collective bandwidth of each algorithm of the MPI backend (run under mpirun -np N)");
+  cmd->add_option("--collective", args->collective, "allreduce, reduce_scatter or allgather")
+      ->check(CLI::IsMember({"allreduce", "reduce_scatter", "allgather"}))
+      ->capture_default_str();
+  cmd->add_option("--min-bytes", args->min_bytes, "Smallest size S (nccl-tests' size: the full tensor)")
+      ->capture_default_str();
+  cmd->add_option("--max-bytes", args->max_bytes, "Largest size S; sizes double from --min-bytes")
+      ->capture_default_str();
+  cmd->add_option("--iters", args->iters, "Timed iterations per size and algorithm")->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed iterations first")->capture_default_str();
+  cmd->add_option("--algorithms", args->algorithms, "native, ring or both (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"native", "ring"}))
+      ->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "float32 or bfloat16")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))
+      ->capture_default_str();
+  cmd->add_option("--json", args->json, "Also write the figures to this file (rank 0)");
+  cmd->add_option("--threads", args->threads, "LibTorch threads per rank (0: the node's cores shared by its ranks)")
+      ->capture_default_str();
+  cmd->callback([args] {
+    std::unique_ptr<HostCommunicator> comm = make_mpi_communicator();
+    init_logging(comm->rank());
+    try {
+      CommBench(*args, *comm).run();
+    } catch (const std::exception& e) {
+      if (comm->size() == 1) throw;  // main prints it and exits 2
+      // Another rank may be waiting in a collective for this one: end them all, as `train` does.
+      spdlog::error("{}", e.what());
+      spdlog::default_logger()->flush();
+      mpi::abort_job(2);
+    }
+  });
+}
+
+}  // namespace gradsweep::host

@@ -1,0 +1,104 @@
+// The MPI backend's asynchronous collectives. Each runs on the communicator's worker thread
+// (comm/async_worker.hpp), on a communicator of its own (async_comm_), in the order the caller issued
+// them; a blocking MPI call there progresses by itself while the caller computes, which MPI_Iallreduce
+// in Open MPI does not (it moves only while the caller is inside MPI).
+//
+// Counting: bytes, S and the call when the operation starts; busy time while it runs on the worker
+// (comm/async_worker.hpp says exactly which interval); blocked time while a caller waits for it.
+#include "comm/mpi_buffer.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "comm/mpi_reduce_ops.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace gradsweep::host {
+
+// One asynchronous operation as the caller sees it. The job holds the tensor until it has run.
+class MpiRequest final : public sdk::Request {
+ public:
+  MpiRequest(MpiCommunicator& owner, std::shared_ptr<AsyncWorker::Job> job, std::string what)
+      : owner_(&owner), job_(std::move(job)), what_(std::move(what)) {
+    const std::lock_guard<std::mutex> lock(owner.requests_mutex_);
+    owner.requests_.insert(this);
+  }
+  ~MpiRequest() override {
+    wait();  // destroying an un-waited request completes it
+    if (owner_ != nullptr) {
+      const std::lock_guard<std::mutex> lock(owner_->requests_mutex_);
+      owner_->requests_.erase(this);
+    }
+  }
+
+  sdk::Status wait() noexcept override {
+    if (!job_) return result_;
+    if (owner_ == nullptr) {  // the communicator is gone; it completed the job first
+      result_ = job_->wait();
+      job_.reset();
+      return result_;
+    }
+    const auto t0 = MpiCommunicator::Clock::now();
+    {
+      const CollectiveTimeout::Scope watch(owner_->timeout_, what_ + owner_->where());
+      result_ = job_->wait();
+    }
+    // Blocked until the operation finished; the moment this thread is scheduled again is not
+    // communication (and counting it could make blocked exceed busy for tiny operations).
+    const double blocked =
+        std::max(0.0, std::chrono::duration<double>(std::min(MpiCommunicator::Clock::now(), job_->finished_at()) - t0)
+                          .count());
+    owner_->add({}, 0.0, blocked, 0);
+    job_.reset();
+    return result_;
+  }
+
+  // The communicator is going away, after completing every job: stop referring to it.
+  void detach() { owner_ = nullptr; }
+
+ private:
+  MpiCommunicator* owner_;
+  std::shared_ptr<AsyncWorker::Job> job_;
+  std::string what_;
+  sdk::Status result_;
+};
+
+sdk::Status MpiCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op,
+                                                std::unique_ptr<sdk::Request>* request) noexcept {
+  const bool ring = algorithm == sdk::Algorithm::Ring;
+  const std::string call = ring ? "ring allreduce_async" : "allreduce_async";
+  return counted([&] {
+    if (request == nullptr) throw std::invalid_argument(call + ": request is null");
+    if (!ring && algorithm != sdk::Algorithm::Native)
+      throw std::invalid_argument(call + ": unknown algorithm " + std::to_string(static_cast<std::uint32_t>(algorithm)));
+    const mpi::Buffer b = mpi::buffer_of(tensor, call, "the");
+    const MPI_Op mop = mpi::reduce_op(tensor.scalar_type(), op);  // also rejects an unknown op, before queueing
+    std::function<sdk::Status()> body;
+    if (ring) {
+      body = [this, held = tensor, op, call]() mutable {
+        return sdk::guard([&] { ring_allreduce(async_comm_, held, op, call); });
+      };
+    } else {
+      body = [this, held = tensor, b, mop, call] {
+        return sdk::guard(
+            [&] { mpi::check_mpi(MPI_Allreduce(MPI_IN_PLACE, b.data, b.count, b.type, mop, async_comm_), call, "MPI_Allreduce"); });
+      };
+    }
+    auto job = worker_.submit(std::move(body), [this](double busy) { add({}, busy, 0.0, 0); });
+    *request = std::make_unique<MpiRequest>(*this, std::move(job), mpi::describe(call, tensor));
+    return allreduce_traffic(b.bytes, size_);
+  });
+}
+
+void MpiCommunicator::drain_async() {
+  if (const std::size_t pending = worker_.pending(); pending > 0) {
+    const CollectiveTimeout::Scope watch(timeout_, std::to_string(pending) +
+                                                       " asynchronous operation(s) still running when the communicator "
+                                                       "closed" + where());
+    worker_.drain();
+  }
+  const std::lock_guard<std::mutex> lock(requests_mutex_);
+  for (MpiRequest* r : requests_) r->detach();
+  requests_.clear();
+}
+
+}  // namespace gradsweep::host

@@ -1,0 +1,80 @@
+// The MPI backend's ring algorithms (comm/algorithms/, over mpi::RingTransport) and with_algorithm.
+// They take the same tensors, check the same things, count the same bytes and run under the same
+// watchdog as the native calls; only the way the data moves differs.
+#include "comm/mpi_buffer.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "comm/mpi_ring_transport.hpp"
+
+#include <stdexcept>
+
+namespace gradsweep::host {
+namespace {
+
+using mpi::buffer_of;
+using mpi::describe;
+
+void check_op(sdk::ReduceOp op, const std::string& call) {
+  if (static_cast<std::uint32_t>(op) > 2)
+    throw std::invalid_argument(call + ": unknown ReduceOp " + std::to_string(static_cast<std::uint32_t>(op)));
+}
+
+}  // namespace
+
+sdk::Status MpiCommunicator::with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept {
+  if (view == nullptr) return sdk::Status::Error("with_algorithm: view is null");
+  switch (algorithm) {
+    case sdk::Algorithm::Native: *view = this; return sdk::Status::Ok();
+    case sdk::Algorithm::Ring: *view = ring_view_.get(); return sdk::Status::Ok();
+  }
+  return sdk::Status::Error("with_algorithm: unknown algorithm " + std::to_string(static_cast<std::uint32_t>(algorithm)) +
+                            " (the MPI backend has native and ring)");
+}
+
+Traffic MpiCommunicator::ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op,
+                                        const std::string& call) {
+  const mpi::Buffer b = buffer_of(tensor, call, "the");
+  check_op(op, call);
+  mpi::RingTransport transport(comm, rank_, size_, call);
+  ring::allreduce(transport, tensor, op, ring_tuning_);
+  return allreduce_traffic(b.bytes, size_);
+}
+
+sdk::Status MpiCommunicator::allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
+  if (algorithm == sdk::Algorithm::Native) return allreduce(tensor, op);
+  return counted([&] {
+    buffer_of(tensor, "ring allreduce", "the");  // before the watchdog's description reads the tensor
+    const CollectiveTimeout::Scope watch(timeout_, describe("ring allreduce", tensor) + where());
+    return ring_allreduce(ring_comm_, tensor, op, "ring allreduce");
+  });
+}
+
+sdk::Status MpiCommunicator::allgather_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                                          torch::Tensor& output) noexcept {
+  if (algorithm == sdk::Algorithm::Native) return allgather(input, output);
+  return counted([&] {
+    buffer_of(input, "ring allgather", "input");
+    const mpi::Buffer out = buffer_of(output, "ring allgather", "output");
+    mpi::check_allgather_shapes(input, output, size_, "ring allgather");
+    const CollectiveTimeout::Scope watch(timeout_, describe("ring allgather", input) + " per rank" + where());
+    mpi::RingTransport transport(ring_comm_, rank_, size_, "ring allgather");
+    ring::allgather(transport, input, output, ring_tuning_);
+    return scatter_gather_traffic(out.bytes, size_);
+  });
+}
+
+sdk::Status MpiCommunicator::reduce_scatter_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                                               torch::Tensor& output, sdk::ReduceOp op) noexcept {
+  if (algorithm == sdk::Algorithm::Native) return reduce_scatter(input, output, op);
+  return counted([&] {
+    const mpi::Buffer in = buffer_of(input, "ring reduce_scatter", "input");
+    buffer_of(output, "ring reduce_scatter", "output");
+    mpi::check_reduce_scatter_shapes(input, output, size_, "ring reduce_scatter");
+    check_op(op, "ring reduce_scatter");
+    const CollectiveTimeout::Scope watch(timeout_, describe("ring reduce_scatter", input) + where());
+    mpi::RingTransport transport(ring_comm_, rank_, size_, "ring reduce_scatter");
+    ring::reduce_scatter(transport, input, output, op, ring_tuning_);
+    return scatter_gather_traffic(in.bytes, size_);
+  });
+}
+
+}  // namespace gradsweep::host

@@ -1,0 +1,108 @@
+#pragma once
+// The MPI backend's class, shared by the files that implement it (communicator_mpi.cpp: set-up, native
+// collectives, point-to-point; communicator_mpi_ring.cpp: the ring algorithms and with_algorithm;
+// communicator_mpi_async.cpp: asynchronous collectives on the worker thread). Internal to host/comm:
+// make_mpi_communicator() is the way in.
+#include "comm/algorithm_view.hpp"
+#include "comm/algorithms/ring.hpp"
+#include "comm/async_worker.hpp"
+#include "comm/byte_counting.hpp"
+#include "comm/collective_timeout.hpp"
+#include "comm/host_communicator.hpp"
+
+#include <gradsweep/sdk/status.hpp>
+
+#include <mpi.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace gradsweep::host {
+
+class MpiRequest;
+
+class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  MpiCommunicator();
+  ~MpiCommunicator() override;
+
+  int rank() const noexcept override { return rank_; }
+  int size() const noexcept override { return size_; }
+  int local_rank() const noexcept override { return local_rank_; }
+  int local_size() const noexcept override { return local_size_; }
+  const char* backend() const noexcept override { return "mpi"; }
+
+  // Native: one MPI call each, on the main communicator.
+  sdk::Status allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;
+  sdk::Status broadcast(torch::Tensor& tensor, int root) noexcept override;
+  sdk::Status allgather(const torch::Tensor& input, torch::Tensor& output) noexcept override;
+  sdk::Status reduce_scatter(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op) noexcept override;
+  sdk::Status send(const torch::Tensor& tensor, int dst, int tag) noexcept override;
+  sdk::Status recv(torch::Tensor& tensor, int src, int tag) noexcept override;
+  sdk::Status recv_any(torch::Tensor& tensor, int tag, int* source) noexcept override;
+  sdk::Status barrier() noexcept override;
+  sdk::Status allreduce_async(torch::Tensor& tensor, sdk::ReduceOp op,
+                              std::unique_ptr<sdk::Request>* request) noexcept override {
+    return allreduce_async_by(sdk::Algorithm::Native, tensor, op, request);
+  }
+  sdk::Status with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept override;
+
+  // AlgorithmCalls: Native as above, Ring with comm/algorithms/ over MPI point-to-point.
+  sdk::Status allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;
+  sdk::Status allreduce_async_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op,
+                                 std::unique_ptr<sdk::Request>* request) noexcept override;
+  sdk::Status allgather_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                           torch::Tensor& output) noexcept override;
+  sdk::Status reduce_scatter_by(sdk::Algorithm algorithm, const torch::Tensor& input, torch::Tensor& output,
+                                sdk::ReduceOp op) noexcept override;
+
+ private:
+  friend class MpiRequest;
+
+  // Runs one blocking call: `body` checks its arguments and communicates, throwing on failure, and
+  // returns its Traffic. Its time counts as busy and blocked whether it succeeds or not, its bytes only
+  // when it does (docs/communicators.md).
+  template <class Body>
+  sdk::Status counted(Body&& body) noexcept {
+    const auto t0 = Clock::now();
+    std::optional<Traffic> traffic;
+    sdk::Status status = sdk::guard([&] { traffic = body(); });
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    add(traffic.value_or(Traffic{}), seconds, seconds, 1);
+    return status;
+  }
+  void add(const Traffic& traffic, double busy_seconds, double blocked_seconds, std::uint64_t calls);
+  std::string where() const { return " on rank " + std::to_string(rank_) + " of " + std::to_string(size_); }
+  void check_peer(int peer, const std::string& call, const char* role) const;
+  // send/recv: a peer other than this rank and a tag within the library's bound.
+  void check_tag(int tag, const std::string& call) const;
+  void check_point_to_point(int peer, int tag, const std::string& call, const char* role) const;
+  void on_timeout(const std::string& what, double waited) const;
+
+  // The ring versions, on `comm` (ring_comm_ from calling threads, async_comm_ on the worker).
+  Traffic ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op, const std::string& call);
+  // Completes every queued async operation (under the watchdog) and detaches the requests left.
+  void drain_async();
+
+  // Three duplicates of MPI_COMM_WORLD, so that traffic of different kinds never matches: comm_ for the
+  // native collectives and point-to-point (a strategy's tags are its own), ring_comm_ for ring
+  // collectives called by the caller's threads, async_comm_ for whatever the worker runs.
+  MPI_Comm comm_ = MPI_COMM_NULL, ring_comm_ = MPI_COMM_NULL, async_comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  int tag_ub_ = 32767;  // the least MPI guarantees; the constructor asks for the real bound
+  ring::Tuning ring_tuning_;
+  CollectiveTimeout timeout_;
+  std::unique_ptr<AlgorithmView> ring_view_;
+  std::mutex requests_mutex_;
+  std::set<MpiRequest*> requests_;  // requests alive, detached when the communicator goes
+  // Last member: destroyed (joined) first, while everything its jobs use still exists.
+  AsyncWorker worker_;
+};
+
+}  // namespace gradsweep::host

@@ -1,0 +1,64 @@
+#include "comm/mpi_ring_transport.hpp"
+
+#include "comm/mpi_buffer.hpp"
+
+#include <climits>
+#include <stdexcept>
+
+namespace gradsweep::host::mpi {
+namespace {
+
+// Every ring message uses one tag: on a communicator of its own, between one pair of ranks, MPI's
+// non-overtaking order then matches the k-th receive with the k-th send, which is the Transport contract.
+constexpr int kRingTag = 0;
+
+int byte_count(std::size_t bytes, const std::string& call) {
+  if (bytes > static_cast<std::size_t>(INT_MAX))
+    throw std::invalid_argument(call + ": a ring segment of " + std::to_string(bytes) + " bytes is over MPI's 2^31-1");
+  return static_cast<int>(bytes);
+}
+
+}  // namespace
+
+RingTransport::RingTransport(MPI_Comm comm, int rank, int size, std::string call)
+    : comm_(comm), rank_(rank), size_(size), left_((rank + size - 1) % size), right_((rank + 1) % size),
+      call_(std::move(call)) {
+  for (auto& pair : requests_) pair = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+}
+
+// An exception thrown mid-ring leaves requests behind; cancel nothing (a send cannot be cancelled
+// portably) but do not leak them either: the job is about to end anyway (a failed collective ends it).
+RingTransport::~RingTransport() {
+  for (auto& pair : requests_)
+    for (MPI_Request& r : pair)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+}
+
+ring::Transport::Ticket RingTransport::start(const void* send, std::size_t send_bytes, void* recv,
+                                             std::size_t recv_bytes) {
+  if (next_ - finished_ >= static_cast<Ticket>(kMaxInFlight))
+    throw std::logic_error(call_ + ": more than " + std::to_string(kMaxInFlight) + " ring exchanges in flight");
+  auto& pair = requests_[next_ % kMaxInFlight];
+  // The receive is posted first so that the neighbour's send finds it waiting.
+  if (recv_bytes > 0)
+    check_mpi(MPI_Irecv(recv, byte_count(recv_bytes, call_), MPI_BYTE, left_, kRingTag, comm_, &pair[0]), call_,
+              "MPI_Irecv");
+  if (send_bytes > 0)
+    check_mpi(MPI_Isend(send, byte_count(send_bytes, call_), MPI_BYTE, right_, kRingTag, comm_, &pair[1]), call_,
+              "MPI_Isend");
+  return next_++;
+}
+
+void RingTransport::finish(Ticket ticket) {
+  if (ticket != finished_) throw std::logic_error(call_ + ": ring exchanges finished out of order");
+  auto& pair = requests_[ticket % kMaxInFlight];
+  std::array<MPI_Status, 2> statuses;
+  const int rc = MPI_Waitall(2, pair.data(), statuses.data());
+  ++finished_;
+  if (rc == MPI_ERR_IN_STATUS) {
+    for (const MPI_Status& s : statuses) check_mpi(s.MPI_ERROR, call_, "MPI_Waitall");
+  }
+  check_mpi(rc, call_, "MPI_Waitall");
+}
+
+}  // namespace gradsweep::host::mpi
