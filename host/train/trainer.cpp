@@ -12,11 +12,14 @@
 #include "train/lr_schedule.hpp"
 #include "train/machine.hpp"
 #include "train/metrics_log.hpp"
+#include "train/model_agreement.hpp"
 #include "train/rank_report.hpp"
 #include "util/atomic_file.hpp"
 
 #include <torch/cuda.h>
 #include <spdlog/spdlog.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -79,6 +82,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
   const TrainSettings& train = config.train;
   const int rank = comm.rank(), world = comm.size();
   const torch::Device device(config.device);
+  spdlog::info("rank {} of {} is process {}", rank, world, static_cast<long>(::getpid()));
   if (device.is_cuda() && !torch::cuda::is_available())
     throw ConfigError({config.file + ": runtime.device: '" + config.device +
                        "' asked for, but this LibTorch build or machine has no CUDA device"});
@@ -107,6 +111,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     throw ConfigError({config.file + ": train.seq_len: " + std::to_string(train.seq_len) +
                        " is longer than the model's block_size " + std::to_string(info.block_size)});
 
+  check_models_agree(comm, params);
   StrategyInstance strategy(strategy_record,
                             {strategy_services.options, strategy_services.logger, plugin_metrics, comm, device});
   // Each global batch is split over the ranks that compute (all of them, unless a server only serves).

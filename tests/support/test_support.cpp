@@ -49,6 +49,12 @@ CommandResult run_command(const std::string& command_line) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
+std::string mpirun(int ranks, const std::string& command, const std::string& env, int timeout_s) {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + env + " timeout -k 5 " +
+         std::to_string(timeout_s) + " mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) + " " +
+         command;
+}
+
 fs::path byte_corpus() {
   // Prepared once per build tree; the lock keeps parallel test processes from racing on it.
   const fs::path dir = build_dir() / "test-data" / "fortunes-byte";

@@ -21,6 +21,11 @@ struct CommandResult {
 // Runs a shell command line, capturing its output.
 CommandResult run_command(const std::string& command_line);
 
+// `command` on `ranks` real MPI processes, as the suites launch them: under `timeout` (a broken backend
+// ends as exit 124 instead of hanging the suite), oversubscribed (the CI machine may have fewer cores
+// than ranks), unbound (the ranks share the cores), allowed to run as root. `env` prefixes the line.
+std::string mpirun(int ranks, const std::string& command, const std::string& env = "", int timeout_s = 60);
+
 // Fortunes (Debian package `fortunes`) tokenized at byte level by `gradsweep prepare`, made once and
 // shared: <dir>/train.bin, <dir>/val.bin, vocabulary 257 (256 bytes + end of text).
 std::filesystem::path byte_corpus();

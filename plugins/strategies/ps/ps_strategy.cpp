@@ -145,7 +145,7 @@ sdk::StepResult PsStrategy::receive_parameters() {
   const auto h = header_.accessor<double, 1>();
   version_ = static_cast<std::int64_t>(h[0]);
   amp_.set_loss_scale(h[3]);
-  if (h[1] == 0.0) context().log.warn("step " + std::to_string(step_) + ": the server skipped the update");
+  if (h[1] == 0.0) context().log.warn("step " + std::to_string(step_) + ": update skipped by the server (gradient overflow)");
   return {h[1] != 0.0, h[2]};
 }
 

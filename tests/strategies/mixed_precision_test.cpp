@@ -1,0 +1,85 @@
+// The -amp variants: bf16 autocast on CPU, 16-bit gradients on the wire, and loss scaling that skips an
+// overflowing step on every rank at once.
+#include "strategies/strategy_runs.hpp"
+
+#include <gtest/gtest.h>
+#include <torch/version.h>
+
+#include <regex>
+
+namespace gradsweep::test {
+namespace {
+
+class MixedPrecisionVariant : public ::testing::TestWithParam<const char*> {};
+
+// bf16 keeps 8 bits of mantissa: the loss follows fp32's within a few percent over 20 steps. The bound
+// below is what we state in docs/strategies.md; measured differences are about half of it.
+constexpr double kLossTolerance = 0.05;
+
+TEST_P(MixedPrecisionVariant, FollowsFloat32AndHalvesGradientBytes) {
+  const std::string amp = GetParam();
+  const std::string plain = amp.substr(0, amp.size() - 4);
+  const TrainingRun& reference = single_reference(TinyModel::Gpt2);
+  const TrainingRun full = train_tiny(TinyModel::Gpt2, 2, plain);
+  const TrainingRun run = train_tiny(TinyModel::Gpt2, 2, amp);
+  ASSERT_EQ(full.result.exit_code, 0) << full.result.output;
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
+  EXPECT_LT(max_relative_difference(run.losses(), reference.losses()), kLossTolerance);
+  const auto losses = run.losses();
+  EXPECT_LT(losses.back(), losses.front() - 1.0);  // falling, by a lot: 5.3 to about 3.5
+  // The gradient traffic is half of float32's. ps and dps also move float32 parameters back, so only
+  // the worker's push (ps) or the reduce-scatter half (dps) shrinks; ring sends gradients only.
+  const double sent_full = full.steps.back().at("ranks").at("bytes_sent")[1].get<double>();
+  const double sent_amp = run.steps.back().at("ranks").at("bytes_sent")[1].get<double>();
+  EXPECT_NEAR(sent_amp / sent_full, plain == "dps" ? 0.75 : 0.5, 0.01);
+}
+
+INSTANTIATE_TEST_SUITE_P(Amp, MixedPrecisionVariant, ::testing::Values("ring-amp", "dps-amp", "ps-amp"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           return s.substr(0, s.find('-'));
+                         });
+
+class InjectedOverflow : public ::testing::TestWithParam<const char*> {};
+
+// One rank's gradient turns infinite at step 5: every rank skips that update (and only that one), the
+// loss scale halves, and training goes on with all ranks still identical.
+TEST_P(InjectedOverflow, SkipsExactlyOneStepOnEveryRank) {
+  const std::string strategy = GetParam();
+  const TrainingRun run = train_tiny(TinyModel::Gpt2, 4, strategy,
+                             {"strategy.loss_scaling=dynamic", "strategy.inject_overflow_step=5",
+                              "strategy.inject_overflow_rank=2"},
+                             12);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
+  ASSERT_EQ(run.steps.size(), 12u);
+  for (const auto& s : run.steps) {
+    const std::int64_t step = s.at("step");
+    EXPECT_EQ(s.at("update_applied").get<bool>(), step != 5) << "step " << step;
+    EXPECT_EQ(s.at("plugin").at("loss_scale").get<double>(), step < 5 ? 65536.0 : 32768.0) << "step " << step;
+  }
+  EXPECT_EQ(run.summary.at("skipped_updates"), 1);
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string log = run.log(rank);
+    EXPECT_TRUE(std::regex_search(log, std::regex("step 5: .*update skipped"))) << "rank " << rank << ":\n" << log;
+    EXPECT_EQ(log.find("step 4: "), std::string::npos) << log;
+  }
+  const auto losses = run.losses();
+  EXPECT_LT(losses.back(), losses.front());
+}
+
+INSTANTIATE_TEST_SUITE_P(Amp, InjectedOverflow, ::testing::Values("ring-amp", "dps-amp", "ps-amp"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           return s.substr(0, s.find('-'));
+                         });
+
+TEST(MixedPrecisionOptions, Fp16OnCpuIsRefusedWithTheReason) {
+  const TrainingRun run = train_tiny(TinyModel::Gpt2, 1, "ring-amp", {"strategy.precision=fp16"}, 2);
+  EXPECT_EQ(run.result.exit_code, 2) << run.result.output;
+#if TORCH_VERSION_MAJOR < 2
+  EXPECT_NE(run.result.output.find("precision fp16 needs a CUDA device"), std::string::npos) << run.result.output;
+#endif
+}
+
+}  // namespace
+}  // namespace gradsweep::test

@@ -1,0 +1,37 @@
+#pragma once
+// Training runs of real `gradsweep train` processes (under mpirun for more than one rank) on the tiny
+// GPT-2 and LSTM models and the byte-level fortunes corpus, and what the strategy tests read back.
+#include "support/test_support.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace gradsweep::test {
+
+enum class TinyModel { Gpt2, Lstm };
+std::string name_of(TinyModel model);
+
+struct TrainingRun {
+  CommandResult result;
+  std::filesystem::path dir;
+  std::vector<nlohmann::json> steps;  // metrics.jsonl, one record per step
+  nlohmann::json summary;
+  std::vector<double> losses() const;
+  std::string log(int rank) const;  // rank-<r>.log
+};
+
+// Trains `model` for `steps` steps (global batch 8 x 32 tokens, lr 3e-3, clipping at 1.0, seed fixed)
+// with `strategy` and its options (`--set` overrides such as "strategy.mode=async").
+TrainingRun train_tiny(TinyModel model, int ranks, const std::string& strategy, const std::vector<std::string>& overrides = {},
+               int steps = 20);
+
+// `single` on one rank, trained once per test binary and model.
+const TrainingRun& single_reference(TinyModel model, int steps = 20);
+
+// max over steps of |a - b| / |b|.
+double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace gradsweep::test
