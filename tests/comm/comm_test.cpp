@@ -1,5 +1,6 @@
-// The MPI backend in real processes: collective_check under `mpirun -np N` for N = 1..4, a rank that
-// fails or hangs ending the whole job within seconds, and `gradsweep train` under mpirun.
+// The MPI backend in real processes: collective_check under `mpirun -np N` for N = 1..4 (and the ring
+// with unusual tuning), a rank that fails or hangs ending the whole job within seconds, `gradsweep
+// train` and `gradsweep bench comm` under mpirun.
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -54,6 +55,20 @@ TEST_P(CollectivesOnRanks, MatchLocalReferencesAndCountBytes) {
 INSTANTIATE_TEST_SUITE_P(Mpi, CollectivesOnRanks, ::testing::Values(1, 2, 3, 4),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
+// The ring with segments of 1000 bytes (so odd chunks split into several segments of uneven length,
+// 250 float32 or 500 bfloat16 elements) and 3 exchanges in flight, on an odd number of ranks.
+TEST(RingTuning, SmallSegmentsAndDeepPipelineOnThreeRanks) {
+  const auto r = test::run_command(mpirun(3, "-x GRADSWEEP_RING_SEGMENT_BYTES -x GRADSWEEP_RING_LOOKAHEAD " +
+                                                 collective_check("ring"),
+                                             "GRADSWEEP_RING_SEGMENT_BYTES=1000 GRADSWEEP_RING_LOOKAHEAD=3"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("FAIL"), std::string::npos) << r.output;
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("DONE rank " + std::to_string(rank) +
+                                                       " of 3 ring checks=[0-9]+ failures=0")))
+        << r.output;
+}
+
 TEST(MpiFailure, RankThatThrowsEndsTheJobAndIsNamed) {
   const auto [r, seconds] = run_timed(mpirun(3, collective_check("throw 1")));
   EXPECT_NE(r.exit_code, 0) << r.output;
@@ -70,6 +85,33 @@ TEST(MpiFailure, CollectiveThatNeverCompletesTimesOut) {
   // The waiting rank names the call it is stuck in.
   EXPECT_NE(r.output.find("allreduce of 1024 float32 (4096 bytes) on rank 0 of 2 has waited"), std::string::npos)
       << r.output;
+}
+
+TEST(MpiFailure, AsyncCollectiveThatNeverCompletesTimesOut) {
+  const auto [r, seconds] = run_timed(
+      mpirun(2, "-x GRADSWEEP_COMM_TIMEOUT " + collective_check("hang-async 1"), "GRADSWEEP_COMM_TIMEOUT=2"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_LT(seconds, 30.0) << r.output;
+  EXPECT_NE(r.output.find("allreduce_async of 1024 float32 (4096 bytes) on rank 0 of 2 has waited"), std::string::npos)
+      << r.output;
+}
+
+// `gradsweep bench comm` end to end, small: both algorithms timed and checked at every size.
+TEST(BenchComm, TwoRanksPrintBothAlgorithmsAndWriteJson) {
+  const fs::path dir = test::scratch_dir();
+  const fs::path json = dir / "bench.json";
+  const auto r = test::run_command(mpirun(2, test::gradsweep_binary().string() +
+                                                 " bench comm --max-bytes 64KiB --iters 2 --warmup 1 --json " +
+                                                 json.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("allreduce of float32 on 2 ranks"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(native +time\(us\).*ring +time\(us\).*ring/native)")))
+      << r.output;
+  // 1 KiB .. 64 KiB: seven rows, each with two algorithms and a ratio.
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n +65536 +16384 \|.*\|.*\| +[0-9.]+\n)"))) << r.output;
+  const std::string report = test::read_text(json);
+  EXPECT_NE(report.find("\"busbw_gbps\""), std::string::npos) << report;
+  EXPECT_NE(report.find("\"ring\""), std::string::npos) << report;
 }
 
 // A cell config for the byte-level corpus with the `single` strategy.
