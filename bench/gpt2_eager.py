@@ -13,6 +13,8 @@ Prints one JSON line on stdout (tokens_per_sec median over steps and mean, param
 mean times); --out FILE also writes it with the per-step records.
 
 Run with Debian's interpreter (/usr/bin/python3, torch 1.13), the same LibTorch gradsweep links against.
+
+Also a module: bench/ddp_gpt2.py imports the model, data slicing, optimizer and step statistics from here.
 """
 import argparse
 import json
@@ -161,15 +163,20 @@ class Shard:
     def num_batches(self, G, T):
         return (self.count - 1) // (G * T) if self.count > 0 else 0
 
-    def batch(self, step, G, T):
+    def batch(self, step, G, T, rank=0, world=1, micro=None, m=0):
         # Global batch of step s: G consecutive sequences of T tokens from token (s mod num_batches)*G*T;
-        # targets are the inputs shifted by one token. One rank, one micro-batch.
+        # targets are the inputs shifted by one token. Rank r owns sequences [r*G/W, (r+1)*G/W), cut into
+        # micro-batches of `micro` (default G/W) in order; this returns micro-batch m of rank r.
+        micro = G // world if micro is None else micro
+        if G % (micro * world):
+            raise SystemExit(f"batch {G} is not a multiple of micro-batch x ranks = {micro} x {world}")
         nb = self.num_batches(G, T)
         if nb == 0:
             raise SystemExit(f"{self.path}: too small for one batch of {G} x {T} tokens")
-        start = (step % nb) * G * T
-        buf = torch.from_numpy(self.tokens[start:start + G * T + 1].astype(np.int64))
-        return buf[:-1].view(G, T), buf[1:].view(G, T)
+        first_sequence = rank * (G // world) + m * micro
+        start = (step % nb) * G * T + first_sequence * T
+        buf = torch.from_numpy(self.tokens[start:start + micro * T + 1].astype(np.int64))
+        return buf[:-1].view(micro, T), buf[1:].view(micro, T)
 
 
 # -------------------------------------------------------------------------------------------- schedule
@@ -189,8 +196,8 @@ def learning_rate(step, total_steps, warmup_steps, peak, min_lr):
 # ---------------------------------------------------------------------------------------------- main
 
 
-def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap):
+    """The model, data, batch and optimizer arguments, shared with ddp_gpt2.py."""
     ap.add_argument("--preset", choices=sorted(PRESETS), help="named size; the explicit sizes below override it")
     for key in ("n_layer", "n_head", "n_embd", "block_size", "vocab"):
         ap.add_argument("--" + key.replace("_", "-"), dest=key, type=int)
@@ -212,7 +219,10 @@ def parse_args(argv):
     ap.add_argument("--expect-params", type=int, help="fail (exit 3) unless the model has exactly this many parameters")
     ap.add_argument("--gradsweep-summary", help="gradsweep summary.json whose `params` must equal ours (exit 3 if not)")
     ap.add_argument("--out", help="also write the result, with per-step records, to this JSON file")
-    args = ap.parse_args(argv)
+
+
+def check_arguments(ap, args):
+    """Resolves the model sizes into args.sizes and rejects impossible shapes."""
     sizes = list(PRESETS[args.preset]) if args.preset else [None] * 5
     for i, key in enumerate(("n_layer", "n_head", "n_embd", "block_size", "vocab")):
         if getattr(args, key) is not None:
@@ -231,16 +241,19 @@ def parse_args(argv):
     return args
 
 
-def main(argv):
-    args = parse_args(argv)
-    n_layer, n_head, n_embd, block_size, vocab = args.sizes
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_arguments(ap)
+    return check_arguments(ap, ap.parse_args(argv))
 
+
+def build_model(args):
+    """The seeded model; None after printing why if its parameter count disagrees with a reference."""
+    n_layer, n_head, n_embd, block_size, vocab = args.sizes
+    torch.manual_seed(args.seed)
     model = Gpt2(n_layer, n_head, n_embd, block_size, vocab, args.dropout)
     params = sum(p.numel() for p in model.parameters())
-    expected = formula_params(n_layer, n_embd, block_size, vocab)
-    checks = {"formula (docs/models.md)": expected}
+    checks = {"formula (docs/models.md)": formula_params(n_layer, n_embd, block_size, vocab)}
     if args.expect_params is not None:
         checks["--expect-params"] = args.expect_params
     if args.gradsweep_summary:
@@ -250,17 +263,65 @@ def main(argv):
         print(f"gpt2_eager: params {params} vs {what} {n}", file=sys.stderr)
         if n != params:
             print(f"gpt2_eager: PARAMETER COUNT MISMATCH: pytorch {params} != {what} {n}", file=sys.stderr)
-            return 3
+            return None
+    return model
 
+
+def open_shard(args):
     shard = Shard(args.data)
-    if int(shard.tokens.max()) >= vocab:
-        raise SystemExit(f"{args.data}: token id {int(shard.tokens.max())} >= vocab {vocab}")
+    if int(shard.tokens.max()) >= args.sizes[4]:
+        raise SystemExit(f"{args.data}: token id {int(shard.tokens.max())} >= vocab {args.sizes[4]}")
+    return shard
 
+
+def make_optimizer(model, args):
+    # As sdk make_optimizer: AdamW, weight decay on matrices (dim >= 2) only.
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW(
+    return torch.optim.AdamW(
         [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps)
+
+
+def clip_and_step(opt, params, step, args):
+    """Clip to the global norm, set the step's learning rate, apply; returns (grad_norm, lr)."""
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(params, args.grad_clip)) if args.grad_clip > 0 else float("nan")
+    lr = learning_rate(step, args.steps, args.warmup_steps, args.lr, args.min_lr)
+    for group in opt.param_groups:
+        group["lr"] = lr
+    opt.step()
+    return grad_norm, lr
+
+
+def summarize(records, tokens_per_step):
+    """Statistics over the measured steps (step 0 is the warm-up, as in gradsweep's summary)."""
+    measured = records[1:]
+    mean_time = {k: statistics.fmean(r["time_s"][k] for r in measured)
+                 for k in ("step", "data", "forward", "backward", "update")}
+    median_tps = statistics.median(r["tokens_per_sec"] for r in measured)
+    return {
+        "steps": len(records),
+        "measured_steps": len(measured),
+        "tokens_per_step": tokens_per_step,
+        "tokens_per_sec": median_tps,  # = the median below
+        "tokens_per_sec_median": median_tps,
+        # as gradsweep's summary.json: tokens per step / mean step time over the measured steps
+        "tokens_per_sec_mean": tokens_per_step / mean_time["step"],
+        "step_time_s": mean_time["step"],
+        "time_split_s": {k: v for k, v in mean_time.items() if k != "step"},
+    }
+
+
+def main(argv):
+    args = parse_args(argv)
+    n_layer, n_head, n_embd, block_size, vocab = args.sizes
+    torch.set_num_threads(args.threads)
+    model = build_model(args)
+    if model is None:
+        return 3
+    params = sum(p.numel() for p in model.parameters())
+    shard = open_shard(args)
+    opt = make_optimizer(model, args)
     all_params = list(model.parameters())
 
     G, T = args.batch_size, args.seq_len
@@ -282,11 +343,7 @@ def main(argv):
         loss.backward()
         t_backward = clock() - t0
         t0 = clock()
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(all_params, args.grad_clip)) if args.grad_clip > 0 else float("nan")
-        lr = learning_rate(step, args.steps, args.warmup_steps, args.lr, args.min_lr)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        opt.step()
+        grad_norm, lr = clip_and_step(opt, all_params, step, args)
         t_end = clock()
         step_time = t_end - t_start
         if not math.isfinite(loss_value):
@@ -296,9 +353,6 @@ def main(argv):
                         "time_s": {"step": step_time, "data": t_data, "forward": t_forward,
                                    "backward": t_backward, "update": t_end - t0}})
 
-    measured = records[1:]  # step 0 is the warm-up, as in gradsweep's summary
-    mean_time = {k: statistics.fmean(r["time_s"][k] for r in measured)
-                 for k in ("step", "data", "forward", "backward", "update")}
     result = {
         "framework": "pytorch-eager",
         "torch_version": torch.__version__,
@@ -307,16 +361,8 @@ def main(argv):
                   "vocab_size": vocab},
         "batch_size": G,
         "seq_len": T,
-        "steps": args.steps,
-        "measured_steps": len(measured),
         "params": params,
-        "tokens_per_step": tokens_per_step,
-        "tokens_per_sec": statistics.median(r["tokens_per_sec"] for r in measured),  # = the median below
-        "tokens_per_sec_median": statistics.median(r["tokens_per_sec"] for r in measured),
-        # as gradsweep's summary.json: tokens per step / mean step time over the measured steps
-        "tokens_per_sec_mean": tokens_per_step / mean_time["step"],
-        "step_time_s": mean_time["step"],
-        "time_split_s": {k: v for k, v in mean_time.items() if k != "step"},
+        **summarize(records, tokens_per_step),
         "first_loss": records[0]["loss"],
         "final_train_loss": records[-1]["loss"],
     }
