@@ -1,0 +1,55 @@
+#pragma once
+// DIR/cells/<id>/status.json: how a cell of a sweep ended, written atomically by whoever saw it end
+// (the local launcher, or the Slurm job / the driver following it).
+//
+//   {"state": "ok" | "failed" | "timeout" | "interrupted" | "running",
+//    "config_hash": "<16 hex>", "reason": "...", "exit_code": 0, "launcher": "local", "job": "...",
+//    "updated": "2025-01-01T12:00:00Z"}
+//
+// A cell is done when state is ok and config_hash is the hash of the configuration planned now (see
+// launcher.hpp). "interrupted" (Ctrl-C, scancel, requeue) and "running" are not done: the next run resumes
+// the cell from its checkpoint. No status.json = pending.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace gradsweep::experiment {
+
+enum class CellState { Pending, Running, Ok, Failed, Timeout, Interrupted };
+
+const char* to_string(CellState state);
+std::optional<CellState> parse_cell_state(const std::string& text);
+
+struct CellStatus {
+  CellState state = CellState::Pending;
+  std::string config_hash;
+  std::string reason;     // failed / timeout / interrupted: one line saying why
+  int exit_code = -1;     // of the launcher process (mpirun, srun); -1 = unknown
+  std::string launcher;   // "local", "slurm"
+  std::string job;        // Slurm job id ("1234_5"), or the local launcher's pid
+  std::string updated;    // UTC time of writing, ISO 8601
+};
+
+inline constexpr const char* kStatusFile = "status.json";
+
+// Pending when the file is missing; Failed with a reason when it cannot be parsed.
+CellStatus read_cell_status(const std::filesystem::path& cell_dir);
+// Atomic (temp file + rename); fills `updated` with the current time.
+void write_cell_status(const std::filesystem::path& cell_dir, CellStatus status);
+
+// ok with the same configuration hash: skip it on resume.
+bool is_cell_done(const std::filesystem::path& cell_dir, const std::string& config_hash);
+
+// The status of a cell whose launcher process just ended with `exit_code`. ok needs exit code 0 and a
+// summary.json saying ok; otherwise the reason is the last error line of the cell's logs.
+CellStatus status_after_exit(const std::filesystem::path& cell_dir, const std::string& config_hash, int exit_code,
+                             bool timed_out, bool interrupted);
+
+// The last line that looks like an error ("error", "[E]", "terminate", "Abort", ...) in the cell's
+// rank-*.log and launcher.log files, trimmed; "" when none.
+std::string last_error_line(const std::filesystem::path& cell_dir);
+
+// "2025-01-01T12:00:00Z"
+std::string utc_now_iso8601();
+
+}  // namespace gradsweep::experiment
