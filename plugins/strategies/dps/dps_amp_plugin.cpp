@@ -1,20 +1,15 @@
-// `dps-amp`: `dps` with autocast, 16-bit gradients on the wire and dynamic loss scaling.
+// `dps-amp`: `dps` with the shared mixed precision (common/mixed_precision.hpp).
 #include "dps_strategy.hpp"
 #include "option_list.hpp"
+#include "strategy_variants.hpp"
 
 #include <gradsweep/sdk/plugin.hpp>
 
-namespace {
-using namespace gradsweep::strategies;
-
-class DpsAmp final : public DpsStrategy {
- public:
-  explicit DpsAmp(const gradsweep::sdk::PluginContext& c)
-      : DpsStrategy(c, MixedPrecision(c.options, c.device, "dps-amp"), "dps-amp") {}
-};
-
-constexpr auto kOptions = join(kDpsOptions, kMixedPrecisionOptions);
-}  // namespace
+namespace gradsweep::strategies {
+inline constexpr char kDpsStrategyAmpName[] = "dps-amp";
+using AmpPlugin = MixedPrecisionVariant<DpsStrategy, kDpsStrategyAmpName>;
+inline constexpr auto kDpsStrategyAmpOptions = join(kDpsOptions, kMixedPrecisionOptions);
+}  // namespace gradsweep::strategies
 
 GRADSWEEP_STRATEGY_PLUGIN("dps-amp", "1.0.0", "dps with mixed precision: autocast, 16-bit gradients, loss scaling",
-                          DpsAmp, kOptions)
+                          gradsweep::strategies::AmpPlugin, gradsweep::strategies::kDpsStrategyAmpOptions)

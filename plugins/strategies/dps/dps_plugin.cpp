@@ -1,15 +1,13 @@
-// `dps`: the sharded parameter server (ZeRO-1) in float32.
+// `dps` in float32.
 #include "dps_strategy.hpp"
+#include "strategy_variants.hpp"
 
 #include <gradsweep/sdk/plugin.hpp>
 
-namespace {
-class Dps final : public gradsweep::strategies::DpsStrategy {
- public:
-  explicit Dps(const gradsweep::sdk::PluginContext& c) : DpsStrategy(c, {}, "dps") {}
-};
-}  // namespace
+namespace gradsweep::strategies {
+inline constexpr char kDpsStrategyName[] = "dps";
+using Plugin = Float32Variant<DpsStrategy, kDpsStrategyName>;
+}  // namespace gradsweep::strategies
 
-GRADSWEEP_STRATEGY_PLUGIN("dps", "1.0.0",
-                          "distributed parameter server: each rank updates 1/N of the parameters (ZeRO-1)", Dps,
-                          gradsweep::strategies::kDpsOptions)
+GRADSWEEP_STRATEGY_PLUGIN("dps", "1.0.0", "distributed parameter server: each rank updates 1/N of the parameters (ZeRO-1)",
+                          gradsweep::strategies::Plugin, gradsweep::strategies::kDpsOptions)

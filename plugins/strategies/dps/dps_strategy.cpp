@@ -1,25 +1,18 @@
 #include "dps_strategy.hpp"
 
+#include "strategy_variants.hpp"
+
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 
 namespace gradsweep::strategies {
-namespace {
-
-sdk::Algorithm algorithm_named(const std::string& name, const char* strategy) {
-  if (name == "ring") return sdk::Algorithm::Ring;
-  if (name == "native") return sdk::Algorithm::Native;
-  throw sdk::Error(std::string("strategy '") + strategy + "': algorithm '" + name + "' is not one of native, ring");
-}
-
-}  // namespace
 
 DpsStrategy::DpsStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name)
     : Strategy(context),
       amp_(precision),
-      comm_(sdk::collective::with_algorithm(context.comm, algorithm_named(context.options.text("algorithm"), name))) {}
+      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, name))) {}
 
 void DpsStrategy::on_setup(const sdk::StrategySetup& setup) {
   params_ = sdk::tensors_of(setup.parameters);

@@ -1,14 +1,13 @@
-// `ring`: float32 gradients allreduced in fused buckets during backward.
+// `ring` in float32.
 #include "ring_strategy.hpp"
+#include "strategy_variants.hpp"
 
 #include <gradsweep/sdk/plugin.hpp>
 
-namespace {
-class Ring final : public gradsweep::strategies::RingStrategy {
- public:
-  explicit Ring(const gradsweep::sdk::PluginContext& c) : RingStrategy(c, {}, "ring") {}
-};
-}  // namespace
+namespace gradsweep::strategies {
+inline constexpr char kRingStrategyName[] = "ring";
+using Plugin = Float32Variant<RingStrategy, kRingStrategyName>;
+}  // namespace gradsweep::strategies
 
 GRADSWEEP_STRATEGY_PLUGIN("ring", "1.0.0", "ring allreduce of fused gradient buckets, overlapped with backward",
-                          Ring, gradsweep::strategies::kRingOptions)
+                          gradsweep::strategies::Plugin, gradsweep::strategies::kRingOptions)

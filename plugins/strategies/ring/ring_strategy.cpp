@@ -1,23 +1,16 @@
 #include "ring_strategy.hpp"
 
+#include "strategy_variants.hpp"
+
 #include <torch/torch.h>
 
 namespace gradsweep::strategies {
-namespace {
-
-sdk::Algorithm algorithm_named(const std::string& name, const char* strategy) {
-  if (name == "ring") return sdk::Algorithm::Ring;
-  if (name == "native") return sdk::Algorithm::Native;
-  throw sdk::Error(std::string("strategy '") + strategy + "': algorithm '" + name + "' is not one of ring, native");
-}
-
-}  // namespace
 
 RingStrategy::RingStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name)
     : Strategy(context),
       name_(name),
       amp_(precision),
-      comm_(sdk::collective::with_algorithm(context.comm, algorithm_named(context.options.text("algorithm"), name))),
+      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, name))),
       bucket_mb_(context.options.number("bucket_mb")),
       overlap_(context.options.flag("overlap")) {
   if (bucket_mb_ <= 0) throw sdk::Error("strategy '" + name_ + "': bucket_mb must be > 0");
