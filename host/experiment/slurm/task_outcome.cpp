@@ -1,0 +1,81 @@
+#include "experiment/slurm/task_outcome.hpp"
+
+#include <set>
+
+namespace gradsweep::experiment::slurm {
+
+namespace {
+
+std::string describe(const TaskState& t) {
+  std::string text = "Slurm state " + t.state;
+  if (!t.reason.empty()) text += " (" + t.reason + ")";
+  if (!t.exit_code.empty()) text += ", exit code " + t.exit_code;
+  return text;
+}
+
+std::string with_log_error(std::string reason, const std::filesystem::path& cell_dir) {
+  if (const std::string line = last_error_line(cell_dir); !line.empty()) reason += ": " + line;
+  return reason;
+}
+
+// "2:0" -> 2; "" or unparsable -> -1.
+int exit_code_of(const std::string& slurm_exit) {
+  try {
+    return slurm_exit.empty() ? -1 : std::stoi(slurm_exit.substr(0, slurm_exit.find(':')));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+bool is_active_state(const std::string& state) {
+  static const std::set<std::string> kActive = {"PENDING",   "RUNNING",    "COMPLETING", "CONFIGURING", "REQUEUED",
+                                                "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SUSPENDED",  "STAGE_OUT",
+                                                "SIGNALING", "STOPPED"};
+  return kActive.count(state) > 0;
+}
+
+CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string& config_hash, const std::string& job,
+                        const CellStatus& written, const std::optional<TaskState>& slurm) {
+  CellStatus status;
+  status.config_hash = config_hash;
+  status.launcher = "slurm";
+  status.job = job;
+  const bool script_finished =
+      written.job == job && (written.state == CellState::Ok || written.state == CellState::Failed);
+  if (script_finished && written.state == CellState::Ok) {
+    status.state = CellState::Ok;
+    status.exit_code = 0;
+    return status;
+  }
+  if (script_finished) {  // srun returned non-zero: the ranks' logs say why
+    status.state = CellState::Failed;
+    status.exit_code = written.exit_code;
+    status.reason = with_log_error("srun exited with code " + std::to_string(written.exit_code) + " in job " + job,
+                                   cell_dir);
+    return status;
+  }
+  if (!slurm) {
+    status.state = CellState::Failed;
+    status.reason = "job " + job + " left the queue without writing a status, and Slurm no longer knows how it ended";
+    return status;
+  }
+  status.exit_code = exit_code_of(slurm->exit_code);
+  const std::string& s = slurm->state;
+  if (s == "CANCELLED" || s == "PREEMPTED") {
+    status.state = CellState::Interrupted;
+    status.reason = "job " + job + " was cancelled (" + describe(*slurm) +
+                    "); the next run resumes it from its checkpoint";
+  } else if (s == "TIMEOUT" || s == "DEADLINE") {
+    status.state = CellState::Timeout;
+    status.reason = "job " + job + " reached its time limit (" + describe(*slurm) +
+                    "); the next run resumes it from its checkpoint";
+  } else {
+    status.state = CellState::Failed;
+    status.reason = with_log_error("job " + job + " ended without a status: " + describe(*slurm), cell_dir);
+  }
+  return status;
+}
+
+}  // namespace gradsweep::experiment::slurm
