@@ -45,8 +45,12 @@ class Transport {
 };
 
 struct Tuning {
-  // Bytes per pipelined segment (rounded down to whole elements, at least one).
-  std::size_t segment_bytes = 512 * 1024;
+  // Bytes per pipelined segment (rounded down to whole elements, at least one). Each segment costs a
+  // round trip with the neighbours; on CPUs shared by more ranks (or other work) than cores, that round
+  // trip waits for the neighbour to be scheduled, so fewer, larger segments win there, while on free
+  // cores smaller ones keep the reduction in cache. 2 MiB measured best across both on a 2-core machine
+  // (docs/benchmarks.md).
+  std::size_t segment_bytes = 2 * 1024 * 1024;
   // Exchanges started ahead of the one being finished (1 .. Transport::kMaxInFlight - 1).
   int lookahead = 1;
 };
