@@ -13,7 +13,8 @@ PACKAGES=(
   gnuplot-nox                                 # plots in reports
   fortunes                                    # the quickstart corpus: real English text
   python3-torch                               # PyTorch eager baseline for benchmarks
-  slurm-wlm munge                             # a real local Slurm for the Slurm tests
+  slurm-wlm munge                             # a real local Slurm for the Slurm tests (slurmctld, slurmd, clients)
+  slurm-wlm-basic-plugins libpmix-dev         # srun --mpi=pmix: mpi_pmix.so dlopens libpmix.so (in the -dev package)
 )
 
 # GPT-2's BPE files (encoder.json, vocab.bpe) for `gradsweep prepare --tokenizer bpe` and its tests come
