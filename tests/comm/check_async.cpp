@@ -15,7 +15,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 void Checker::allreduce_async() {
   for (sdk::Algorithm a : algorithms_checked()) {
     for (std::int64_t size : kSizes) allreduce_async_case(a, {size, size, size});
-    allreduce_async_case(a, {kLarge / 4, 1021, 1});
+    allreduce_async_case(a, {large_ / 4, 1021, 1});
     async_in_order(a);
     async_beside_blocking(a);
   }
@@ -53,7 +53,7 @@ void Checker::allreduce_async_case(sdk::Algorithm a, const std::vector<std::int6
 // order issued): their tensors are read before their own wait().
 void Checker::async_in_order(sdk::Algorithm a) {
   const std::string what = std::string(algorithm_name(a)) + " allreduce_async in order";
-  const std::vector<std::int64_t> sizes{kLarge / 4, 1021, 1, kLarge / 8};
+  const std::vector<std::int64_t> sizes{large_ / 4, 1021, 1, large_ / 8};
   std::vector<torch::Tensor> tensors;
   std::vector<std::unique_ptr<sdk::Request>> requests(sizes.size());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -71,7 +71,7 @@ void Checker::async_in_order(sdk::Algorithm a) {
 // main one: neither waits for nor disturbs the other.
 void Checker::async_beside_blocking(sdk::Algorithm a) {
   const std::string what = std::string(algorithm_name(a)) + " allreduce_async beside blocking calls";
-  torch::Tensor big = fill(rank_, kLarge / 4, torch::kFloat);
+  torch::Tensor big = fill(rank_, large_ / 4, torch::kFloat);
   std::unique_ptr<sdk::Request> request;
   ok(with(a).allreduce_async(big, ReduceOp::Sum, &request), what + " start");
   torch::Tensor small = fill(rank_, 1021, torch::kInt);
@@ -83,7 +83,7 @@ void Checker::async_beside_blocking(sdk::Algorithm a) {
     for (int r = 0; r < n_; ++r) parts.push_back(fill(r, 4, torch::kLong));
     equal(gathered, torch::cat(parts), what + " allgather");
   }
-  if (ok(request->wait(), what + " wait")) equal(big, reference(ReduceOp::Sum, n_, kLarge / 4, torch::kFloat), what);
+  if (ok(request->wait(), what + " wait")) equal(big, reference(ReduceOp::Sum, n_, large_ / 4, torch::kFloat), what);
   comm_.take_stats();
 }
 
@@ -98,7 +98,7 @@ void Checker::async_progress() {
 // machine cannot make it flaky; Open MPI's MPI_Iallreduce, which moves only inside MPI calls, fails it.
 void Checker::async_progress_one(sdk::Algorithm a) {
   const std::string what = std::string(algorithm_name(a)) + " allreduce_async progresses while the caller computes";
-  const std::int64_t size = kLarge / 4;
+  const std::int64_t size = large_ / 4;
   torch::Tensor t = fill(rank_, size, torch::kFloat);
   ok(comm_.barrier(), what + " barrier");
   const auto t0 = Clock::now();

@@ -43,7 +43,7 @@ void Checker::allreduce() {
     for (torch::ScalarType dtype : kDtypes)
       for (std::int64_t size : kSizes)
         for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min}) allreduce_one(a, dtype, size, op);
-    allreduce_one(a, torch::kFloat, kLarge, ReduceOp::Sum);
+    allreduce_one(a, torch::kFloat, large_, ReduceOp::Sum);
     allreduce_one(a, torch::kBFloat16, kLarge16 + 3, ReduceOp::Sum);
     allreduce_one(a, torch::kHalf, kLarge16 + 1, ReduceOp::Max);
   }
@@ -60,7 +60,7 @@ void Checker::broadcast() {
   for (int root = 0; root < n_; ++root)
     for (torch::ScalarType dtype : {torch::kFloat, torch::kBFloat16, torch::kLong})
       for (std::int64_t size : kSizes) broadcast_one(dtype, size, root);
-  broadcast_one(torch::kFloat, kLarge, n_ - 1);
+  broadcast_one(torch::kFloat, large_, n_ - 1);
 }
 
 void Checker::broadcast_one(torch::ScalarType dtype, std::int64_t size, int root) {
@@ -80,7 +80,7 @@ void Checker::allgather() {
         allgather_one(a, dtype, size, false);
         allgather_one(a, dtype, size, true);
       }
-    allgather_one(a, torch::kFloat, kLarge / n_ + 1, false);
+    allgather_one(a, torch::kFloat, large_ / n_ + 1, false);
   }
 }
 
@@ -106,7 +106,7 @@ void Checker::reduce_scatter() {
       for (std::int64_t size : kSizes)
         for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min}) reduce_scatter_one(a, dtype, size, op, false);
     reduce_scatter_one(a, torch::kInt, 1021, ReduceOp::Sum, true);
-    reduce_scatter_one(a, torch::kFloat, kLarge / n_ + 1, ReduceOp::Sum, false);
+    reduce_scatter_one(a, torch::kFloat, large_ / n_ + 1, ReduceOp::Sum, false);
   }
 }
 

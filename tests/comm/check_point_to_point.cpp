@@ -15,7 +15,7 @@ void Checker::send_recv() {
     return;
   }
   const int right = (rank_ + 1) % n_, left = (rank_ + n_ - 1) % n_;
-  for (std::int64_t size : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1021}, kLarge}) {
+  for (std::int64_t size : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1021}, large_}) {
     const std::string what = name("send/recv", torch::kFloat, size);
     const torch::Tensor out = fill(rank_, size, torch::kFloat);
     torch::Tensor in = torch::full({size}, -1.0f);

@@ -116,6 +116,7 @@ int Checker::run_all() {
 
 int Checker::run_ring() {
   ring_only_ = true;
+  large_ = kLarge / 8;
   run_sections({{"allreduce", &Checker::allreduce},
                 {"allgather", &Checker::allgather},
                 {"reduce_scatter", &Checker::reduce_scatter},

@@ -15,10 +15,10 @@ namespace gradsweep::check {
 using host::HostCommunicator;
 using sdk::ReduceOp;
 
-// Elements: 16 MiB of float32, run once per collective and algorithm (in float32): large enough for MPI's
-// pipelined, segmented algorithms and for many ring segments, small enough that four ranks sharing two
-// busy cores finish in seconds.
-constexpr std::int64_t kLarge = 4 * 1024 * 1024;
+// Elements: 8 MiB of float32, run once per collective and algorithm (in float32): large enough for MPI's
+// pipelined, segmented algorithms and for several 2 MiB ring segments, small enough that four ranks
+// sharing two busy cores finish in seconds. Runs with tiny ring segments (run_ring) use an eighth.
+constexpr std::int64_t kLarge = 2 * 1024 * 1024;
 // bfloat16's user-defined MPI_Op and the ring's bfloat16 adds over several segments.
 constexpr std::int64_t kLarge16 = 256 * 1024;
 // Empty, one element (fewer than the ranks), odd (never a multiple of 2 or 4; 1021 is prime, so not of 3).
@@ -92,6 +92,7 @@ class Checker {
   const int n_, rank_;
   int checks_ = 0, failures_ = 0;
   bool ring_only_ = false;
+  std::int64_t large_ = kLarge;  // what the sections use for kLarge
 };
 
 }  // namespace gradsweep::check
