@@ -52,6 +52,7 @@ PlannedCell make_cell(const fs::path& out, const std::string& id, const std::str
   test::write_text(c.config_file, yaml.str());
   c.rank_command = {test::gradsweep_binary().string(), "train", c.config_file.string(), "--out", c.dir.string()};
   c.ranks_per_node = ranks;
+  c.threads_per_rank = 1;  // reaches the ranks as --set runtime.threads=1
   c.steps = steps;
   c.axes = {{"strategy", strategy}};
   return c;
@@ -165,6 +166,7 @@ TEST(SlurmLauncher, ArraysPerShapeRunEveryCellToOk) {
     EXPECT_TRUE(fs::exists(c.dir / "summary.json")) << c.id;
     EXPECT_EQ(lines_in(c.dir / "metrics.jsonl"), 6u) << c.id;
     EXPECT_NE(read_text(c.dir / "command.txt").find("srun --mpi=pmix"), std::string::npos);
+    EXPECT_NE(read_text(c.dir / "command.txt").find("'runtime.threads=1'"), std::string::npos);
     EXPECT_NE(std::find(sink.events.begin(), sink.events.end(), "finished " + c.id + " ok"), sink.events.end());
   }
   // The ring cell really ran as two MPI ranks under srun.

@@ -93,6 +93,11 @@ TEST(BatchScript, HeaderHoldsTheShapeAndQuotedValues) {
             std::string::npos) << script;
   EXPECT_NE(script.find("gradsweep='" + root.string() + "/bin $(touch INJECTED8)/grad'\\''sweep'\n"), std::string::npos)
       << script;
+  EXPECT_NE(script.find("\nthreads=0\n"), std::string::npos);
+  BatchArray threaded = hostile_array(root);
+  threaded.threads_per_rank = 4;
+  EXPECT_NE(batch_script_text(threaded).find("\nthreads=4\n"), std::string::npos);
+  EXPECT_NE(task_command_line(threaded, "/c").find("'--set' 'runtime.threads=4'"), std::string::npos);
   EXPECT_EQ(array_range(5, 0), "0-4");
   EXPECT_EQ(array_range(5, 2), "0-4%2");
 }
@@ -137,7 +142,8 @@ TEST(BatchScript, RunsUnderBashWithHostileValuesAndRunsNothingElse) {
   const fs::path bin = root / "fake-bin";
   write_text(bin / "srun",
              "#!/bin/bash\nprintf '%s\\n' \"$@\" > \"$SRUN_ARGS\"\n"
-             "echo '{\"status\": \"ok\"}' > \"${@: -1}/summary.json\"\n");
+             "while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=\"$2\"; shift; done\n"
+             "echo '{\"status\": \"ok\"}' > \"$out/summary.json\"\n");
   fs::permissions(bin / "srun", fs::perms::owner_all);
   for (int task = 0; task < 2; ++task) {
     const ArrayTask& t = a.tasks[static_cast<std::size_t>(task)];
@@ -145,10 +151,12 @@ TEST(BatchScript, RunsUnderBashWithHostileValuesAndRunsNothingElse) {
     const test::CommandResult r = run_command(
         "cd " + shell_quote(root.string()) + " && PATH=" + shell_quote(bin.string()) + ":$PATH SRUN_ARGS=" +
         shell_quote(args.string()) + " SLURM_ARRAY_JOB_ID=42 SLURM_ARRAY_TASK_ID=" + std::to_string(task) +
-        " bash " + shell_quote(script.string()) + " 2>&1");
+        // Task 1 as if sbatch had --cpus-per-task=3: its ranks get 3 threads.
+        (task == 1 ? " SLURM_CPUS_PER_TASK=3" : "") + " bash " + shell_quote(script.string()) + " 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const std::string expected = "--mpi=pmix\n--kill-on-bad-exit=1\n" + a.gradsweep_binary.string() + "\ntrain\n" +
-                                 (t.cell_dir / "cell.yaml").string() + "\n--out\n" + t.cell_dir.string() + "\n";
+                                 (t.cell_dir / "cell.yaml").string() + "\n--out\n" + t.cell_dir.string() + "\n" +
+                                 (task == 1 ? "--set\nruntime.threads=3\n" : "");
     EXPECT_EQ(read_text(args), expected);
     const CellStatus status = read_cell_status(t.cell_dir);
     EXPECT_EQ(status.state, CellState::Ok) << read_text(t.cell_dir / "status.json");

@@ -94,10 +94,18 @@ write_status() {  # state exit_code reason
     "$1" "$config_hash" "$3" "$2" "$job" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$tmp" && mv -f "$tmp" "${cell_dir}/status.json"
 }
 
+# Threads per rank: the plan's number, else what Slurm gave each task, else `gradsweep train` decides.
+if [ "$threads" -eq 0 ] && [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then threads="$SLURM_CPUS_PER_TASK"; fi
+thread_args=()
+if [ "$threads" -gt 0 ]; then
+  thread_args=(--set "runtime.threads=${threads}")
+  export OMP_NUM_THREADS="$threads"
+fi
+
 write_status running -1 "slurm job ${job} on $(hostname -s), restart ${restarts}"
 echo "=== gradsweep: slurm job ${job} (restart ${restarts}) on $(hostname -s) at $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "${cell_dir}/launcher.log"
 # Any rank that fails ends the step (--kill-on-bad-exit): the others would wait for it in a collective.
-srun --mpi=pmix --kill-on-bad-exit=1 "$gradsweep" train "${cell_dir}/cell.yaml" --out "$cell_dir" >> "${cell_dir}/launcher.log" 2>&1
+srun --mpi=pmix --kill-on-bad-exit=1 "$gradsweep" train "${cell_dir}/cell.yaml" --out "$cell_dir" "${thread_args[@]}" >> "${cell_dir}/launcher.log" 2>&1
 rc=$?
 if [ "$rc" -eq 0 ] && grep -qs '"status": *"ok"' "${cell_dir}/summary.json"; then
   write_status ok 0 ""
@@ -115,9 +123,11 @@ std::string array_range(std::size_t tasks, int max_concurrent) {
   return range;
 }
 
-std::string task_command_line(const fs::path& gradsweep_binary, const fs::path& cell_dir) {
-  return "srun --mpi=pmix --kill-on-bad-exit=1 " +
-         shell_join({gradsweep_binary.string(), "train", (cell_dir / "cell.yaml").string(), "--out", cell_dir.string()});
+std::string task_command_line(const BatchArray& array, const fs::path& cell_dir) {
+  std::vector<std::string> words = {array.gradsweep_binary.string(), "train", (cell_dir / "cell.yaml").string(), "--out",
+                                    cell_dir.string()};
+  if (array.threads_per_rank > 0) words.insert(words.end(), {"--set", "runtime.threads=" + std::to_string(array.threads_per_rank)});
+  return "srun --mpi=pmix --kill-on-bad-exit=1 " + shell_join(words);
 }
 
 std::string batch_script_text(const BatchArray& a) {
@@ -127,6 +137,7 @@ std::string batch_script_text(const BatchArray& a) {
   check_tasks(a);
   const SlurmSettings& s = a.settings;
   if (a.gpus_per_node < 0) throw std::invalid_argument("gpus_per_node: must be 0 or more");
+  if (a.threads_per_rank < 0) throw std::invalid_argument("launcher.threads: must be 0 or more");
   if (s.cpus_per_task < 0) throw std::invalid_argument("launcher.slurm.cpus_per_task: must be 0 or more");
   if (s.max_concurrent < 0) throw std::invalid_argument("launcher.slurm.max_concurrent: must be 0 or more");
 
@@ -160,6 +171,7 @@ std::string batch_script_text(const BatchArray& a) {
   for (const std::string& extra : s.extra) out << "#SBATCH " << sbatch_extra_option(extra) << "\n";
   out << "\ngradsweep=" << shell_quote(a.gradsweep_binary.string()) << "\n"
       << "cells_file=" << shell_quote(a.cells_file().string()) << "\n"
+      << "threads=" << a.threads_per_rank << "\n"
       << kBody;
   return out.str();
 }

@@ -5,7 +5,7 @@
 //   <name>.sbatch   the batch script: #SBATCH options, then a small bash body
 //   <name>.cells    the array's cells, one line per task index: "<cell id>\t<config hash>\t<cell dir>"
 // Array task i reads line i+1 of the cells file, marks the cell running, runs
-//   srun --mpi=pmix <gradsweep> train <cell dir>/cell.yaml --out <cell dir>
+//   srun --mpi=pmix <gradsweep> train <cell dir>/cell.yaml --out <cell dir> [--set runtime.threads=N]
 // (appending to the cell's launcher.log) and writes the cell's status.json from srun's exit code and
 // summary.json. A requeued task runs the same line again, and `gradsweep train` resumes from the cell's
 // checkpoint. A task that Slurm kills (scancel, time limit) never reaches the end of the script: the
@@ -34,6 +34,7 @@ struct BatchArray {
   int nodes = 1;
   int ranks_per_node = 1;                 // --ntasks-per-node
   int gpus_per_node = 0;                  // 0 = no --gpus-per-node line
+  int threads_per_rank = 0;               // 0 = SLURM_CPUS_PER_TASK when set, else `gradsweep train` decides
   std::string time_limit;                 // "" = no --time line (the partition's default)
   SlurmSettings settings;                 // partition, account, qos, constraint, cpus, extra, max_concurrent
   std::filesystem::path gradsweep_binary; // absolute
@@ -57,7 +58,8 @@ std::filesystem::path write_batch_array(const BatchArray& array);
 // "0-K" or "0-K%P": the --array value.
 std::string array_range(std::size_t tasks, int max_concurrent);
 
-// The line one task runs, for the cell's command.txt: srun --mpi=pmix '<gradsweep>' train '<cfg>' --out '<dir>'.
-std::string task_command_line(const std::filesystem::path& gradsweep_binary, const std::filesystem::path& cell_dir);
+// The line one task runs, for the cell's command.txt: srun --mpi=pmix '<gradsweep>' train '<cfg>' --out '<dir>'
+// [--set runtime.threads=N].
+std::string task_command_line(const BatchArray& array, const std::filesystem::path& cell_dir);
 
 }  // namespace gradsweep::experiment::slurm

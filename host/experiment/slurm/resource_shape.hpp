@@ -1,7 +1,8 @@
 #pragma once
 // Cells that ask Slurm for the same resources can share one job array; cells that differ in any sbatch
 // option cannot (an array has one set of #SBATCH lines). The shape is therefore everything that ends up in
-// the script's header: nodes, tasks per node, GPUs, time limit, and the launcher.slurm settings.
+// the script's header: nodes, tasks per node, GPUs, time limit, threads per rank, and the launcher.slurm
+// settings.
 #include "experiment/launcher.hpp"
 
 #include <string>

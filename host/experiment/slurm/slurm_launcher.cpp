@@ -57,6 +57,7 @@ BatchArray make_array(const ShapeGroup& group, const std::string& stamp, const f
   a.gpus_per_node = first.gpus_per_node > 0 ? first.gpus_per_node : first.slurm.gpus_per_node;
   a.time_limit = first.time_limit.empty() ? first.slurm.time : first.time_limit;
   a.settings = first.slurm;
+  a.threads_per_rank = first.threads_per_rank;
   a.gradsweep_binary = fs::absolute(first.rank_command.front());
   a.script_dir = script_dir;
   for (const PlannedCell* c : group.cells) a.tasks.push_back({c->id, c->config_hash, fs::absolute(c->dir)});
@@ -128,7 +129,7 @@ class SlurmLauncher final : public Launcher {
       write_batch_array(arrays.back());
       for (const PlannedCell* c : group.cells)
         util::write_file_atomically(c->dir / "command.txt",
-                                    task_command_line(arrays.back().gradsweep_binary, fs::absolute(c->dir)) + "\n");
+                                    task_command_line(arrays.back(), fs::absolute(c->dir)) + "\n");
     }
     std::vector<Tracked> tracked;
     if (dry_run) {
