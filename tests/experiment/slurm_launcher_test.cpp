@@ -181,7 +181,7 @@ TEST(SlurmLauncher, ArraysPerShapeRunEveryCellToOk) {
   EXPECT_TRUE(again.str().empty()) << again.str();
 }
 
-TEST(SlurmLauncher, DryRunWritesScriptsAndNoWaitReturnsAtOnce) {
+TEST(SlurmLauncher, DryRunWritesScriptsNoWaitReturnsAtOnceAndTheNextRunFollows) {
   GRADSWEEP_REQUIRE_SLURM();
   const fs::path out = test::scratch_dir();
   const std::vector<PlannedCell> cells = {make_cell(out, "a", "single", 1, 4), make_cell(out, "b", "single", 1, 4)};
@@ -202,11 +202,12 @@ TEST(SlurmLauncher, DryRunWritesScriptsAndNoWaitReturnsAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(r2.submitted, 2);
   EXPECT_NE(messages.str().find("gradsweep status"), std::string::npos) << messages.str();
-  // The batch script itself records the outcome: nobody follows these jobs.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (std::chrono::steady_clock::now() < until &&
-         !(is_cell_done(cells[0].dir, cells[0].config_hash) && is_cell_done(cells[1].dir, cells[1].config_hash)))
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Running the sweep again while those tasks are queued follows them instead of submitting them twice.
+  std::ostringstream again;
+  const LaunchResult r3 = make_slurm_launcher(launcher_options(out, again))->run(cells, {}, sink);
+  EXPECT_EQ(r3.ok, 2) << again.str();
+  EXPECT_NE(again.str().find("still in Slurm's queue"), std::string::npos) << again.str();
+  EXPECT_EQ(lines_in(out / "slurm" / "jobs.jsonl"), 1u);
   for (const PlannedCell& c : cells)
     EXPECT_TRUE(is_cell_done(c.dir, c.config_hash)) << read_text(c.dir / "status.json") << read_text(c.dir / "launcher.log");
 }

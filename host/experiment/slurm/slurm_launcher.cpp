@@ -95,9 +95,20 @@ class SlurmLauncher final : public Launcher {
     LaunchResult result;
     if (todo.empty()) return result;
 
-    std::vector<Tracked> tracked = submit(todo, options.dry_run);
+    // Cells whose task from an earlier run (--no-wait) is still queued or running are followed, not
+    // submitted again: two jobs training one cell would write the same checkpoint.
+    std::vector<Tracked> tracked = options.dry_run ? std::vector<Tracked>{} : still_queued(cells);
+    for (const Tracked& t : tracked) {
+      out() << "cell " << t.cell->id << " is still in Slurm's queue as job " << t.job << ": following it\n";
+      todo.erase(std::find_if(todo.begin(), todo.end(), [&](const PlannedCell& c) { return c.id == t.cell->id; }));
+    }
+    const std::size_t attached = tracked.size();
+    if (!todo.empty()) {
+      std::vector<Tracked> submitted = submit(todo, cells, options.dry_run);
+      tracked.insert(tracked.end(), submitted.begin(), submitted.end());
+    }
     if (options.dry_run || !options.wait) {
-      result.submitted = static_cast<int>(todo.size());
+      result.submitted = static_cast<int>(todo.size() + attached);
       if (!options.dry_run)
         out() << "not waiting (--no-wait): `gradsweep status " << options_.out_dir.string()
               << "` shows progress; squeue --jobs=" << array_list(tracked) << "\n";
@@ -111,15 +122,41 @@ class SlurmLauncher final : public Launcher {
   std::ostream& out() const { return options_.messages != nullptr ? *options_.messages : std::cout; }
 
   static std::string array_list(const std::vector<Tracked>& tracked) {
-    std::string list;
+    std::vector<std::string> arrays;
     for (const Tracked& t : tracked)
-      if (list.find(t.array_job) == std::string::npos) list += (list.empty() ? "" : ",") + t.array_job;
+      if (std::find(arrays.begin(), arrays.end(), t.array_job) == arrays.end()) arrays.push_back(t.array_job);
+    std::string list;
+    for (const std::string& a : arrays) list += (list.empty() ? "" : ",") + a;
     return list;
+  }
+
+  // The cells of `cells` (pointers into the caller's vector) whose status.json names a Slurm task of the
+  // same configuration that squeue still lists as active.
+  static std::vector<Tracked> still_queued(const std::vector<PlannedCell>& cells) {
+    std::vector<std::pair<const PlannedCell*, CellStatus>> candidates;
+    std::vector<std::string> arrays;
+    for (const PlannedCell& c : cells) {
+      CellStatus s = read_cell_status(c.dir);
+      if (s.launcher != "slurm" || s.job.empty() || s.config_hash != c.config_hash) continue;
+      if (s.state != CellState::Pending && s.state != CellState::Running) continue;
+      const std::string array = s.job.substr(0, s.job.find('_'));
+      if (std::find(arrays.begin(), arrays.end(), array) == arrays.end()) arrays.push_back(array);
+      candidates.emplace_back(&c, std::move(s));
+    }
+    std::vector<Tracked> tracked;
+    if (candidates.empty()) return tracked;
+    require_slurm_tool("squeue");
+    const std::vector<TaskState> queued = squeue_tasks(arrays);
+    for (const auto& [cell, status] : candidates)
+      for (const TaskState& q : queued)
+        if (q.job == status.job && is_active_state(q.state)) tracked.push_back({cell, q.array_job, q.job});
+    return tracked;
   }
 
   // Writes every array's script and cells file first (a bad value is refused before anything is
   // submitted), then submits them in order.
-  std::vector<Tracked> submit(const std::vector<PlannedCell>& todo, bool dry_run) {
+  // The Tracked entries point into `all` (the caller's cells, alive while run() follows them).
+  std::vector<Tracked> submit(const std::vector<PlannedCell>& todo, const std::vector<PlannedCell>& all, bool dry_run) {
     const fs::path script_dir = fs::absolute(options_.out_dir) / "slurm";
     fs::create_directories(script_dir);
     const std::string stamp = compact_utc_stamp();
@@ -147,7 +184,7 @@ class SlurmLauncher final : public Launcher {
             << a.script_file().filename().string() << "\n";
       for (std::size_t i = 0; i < a.tasks.size(); ++i) {
         const PlannedCell* cell = nullptr;
-        for (const PlannedCell& c : todo)
+        for (const PlannedCell& c : all)
           if (c.id == a.tasks[i].cell_id) cell = &c;
         Tracked t{cell, array_job, array_job + "_" + std::to_string(i)};
         CellStatus pending;
