@@ -36,6 +36,8 @@ struct Tracked {
 // A task that left the queue without a status and that accounting does not know yet is given this many
 // polls before it counts as lost (the controller writes its record a moment after the job ends).
 constexpr int kPollsBeforeLost = 3;
+// squeue failing this many times in a row (the controller down for about a minute) ends the follow.
+constexpr int kFailedPollsBeforeGivingUp = 30;
 
 std::string compact_utc_stamp() {
   const std::time_t now = std::time(nullptr);
@@ -207,6 +209,7 @@ class SlurmLauncher final : public Launcher {
       if (std::find(arrays.begin(), arrays.end(), t.array_job) == arrays.end()) arrays.push_back(t.array_job);
     std::size_t remaining = tracked.size();
     bool cancelled = false;
+    int failed_polls = 0;
     while (remaining > 0) {
       if (options.stop_requested != nullptr && options.stop_requested->load()) {
         out() << "stopped following; the jobs keep running (scancel " << array_list(tracked)
@@ -216,7 +219,16 @@ class SlurmLauncher final : public Launcher {
         return;
       }
       std::map<std::string, TaskState> queued;
-      for (const TaskState& t : squeue_tasks(arrays)) queued[t.job] = t;
+      try {
+        for (const TaskState& t : squeue_tasks(arrays)) queued[t.job] = t;
+        failed_polls = 0;
+      } catch (const SlurmError& e) {
+        // A busy or restarting controller is not the end of the sweep: the jobs go on without us.
+        if (++failed_polls >= kFailedPollsBeforeGivingUp) throw;
+        out() << "warning: " << e.what() << " (retrying)\n";
+        sleep_unless_stopped(options);
+        continue;
+      }
       std::map<std::string, std::vector<TaskState>> ended;  // per array, asked at most once per poll
       for (Tracked& t : tracked) {
         if (t.finished) continue;
@@ -229,7 +241,14 @@ class SlurmLauncher final : public Launcher {
           continue;
         }
         std::optional<TaskState> record = q != queued.end() ? std::optional<TaskState>(q->second) : std::nullopt;
-        if (!ended.count(t.array_job)) ended[t.array_job] = ended_tasks(t.array_job);
+        if (!ended.count(t.array_job)) {
+          try {
+            ended[t.array_job] = ended_tasks(t.array_job);
+          } catch (const SlurmError& e) {
+            out() << "warning: " << e.what() << "\n";
+            ended[t.array_job] = {};  // the task waits for a later poll, or its status.json decides
+          }
+        }
         for (const TaskState& e : ended[t.array_job])
           if (e.job == t.job) record = e;
         if (record && is_active_state(record->state)) continue;  // requeued between the two calls
