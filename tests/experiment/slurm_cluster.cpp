@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -87,6 +88,22 @@ void stop_by_pid_file(const fs::path& file, std::chrono::milliseconds grace = st
   ::kill(pid, SIGKILL);
 }
 
+// A test process that died (a crash, ctest's timeout) could not stop its daemons: stop them now, found by
+// their directory's owner.pid naming a process that no longer exists.
+void stop_orphaned_clusters() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+    const fs::path d = entry.path();
+    if (d.filename().string().rfind("gradsweep-slurm-", 0) != 0 || !fs::exists(d / "owner.pid")) continue;
+    const pid_t owner = read_pid(d / "owner.pid");
+    if (owner > 0 && (::kill(owner, 0) == 0 || errno == EPERM)) continue;  // still alive: not ours to stop
+    stop_by_pid_file(d / "slurmd.pid");
+    stop_by_pid_file(d / "slurmctld.pid");
+    stop_by_pid_file(d / "munge" / "munged.pid");
+    fs::remove_all(d, ec);
+  }
+}
+
 std::unique_ptr<SlurmCluster>& cluster_slot() {
   static std::unique_ptr<SlurmCluster> cluster;
   return cluster;
@@ -122,12 +139,14 @@ std::string SlurmCluster::unavailable_reason() {
 }
 
 SlurmCluster::SlurmCluster(int timeout_s) : node_(short_hostname()) {
+  stop_orphaned_clusters();
   std::string pattern = (fs::temp_directory_path() / "gradsweep-slurm-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
   dir_ = pattern;
   // The daemons and munged's clients (srun on the node, the tests) must reach the socket inside.
   fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                             fs::perms::others_read | fs::perms::others_exec);
+  std::ofstream(dir_ / "owner.pid") << ::getpid() << "\n";
   const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   write_config(free_port(), free_port(), cpus);
   // Every child from now on (sbatch, squeue, srun inside jobs) talks to this cluster.
