@@ -277,8 +277,15 @@ TEST(TaskOutcome, ScriptStatusFirstThenSlurmState) {
   EXPECT_NE(failed.reason.find("code 2"), std::string::npos) << failed.reason;
   EXPECT_NE(failed.reason.find("out of memory"), std::string::npos) << failed.reason;
 
-  written.state = CellState::Running;
   TaskState slurm;
+  // The script saw srun die and wrote "failed", but Slurm cancelled the task: interrupted, not failed.
+  slurm.job = "5_1";
+  slurm.state = "CANCELLED";
+  EXPECT_EQ(task_outcome(dir, "h", "5_1", written, slurm).state, CellState::Interrupted);
+  slurm.state = "FAILED";
+  EXPECT_EQ(task_outcome(dir, "h", "5_1", written, slurm).state, CellState::Failed);
+
+  written.state = CellState::Running;
   slurm.job = "5_1";
   slurm.state = "CANCELLED";
   slurm.reason = "by 0";

@@ -49,7 +49,12 @@ CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string
     status.exit_code = 0;
     return status;
   }
-  if (script_finished) {  // srun returned non-zero: the ranks' logs say why
+  // Slurm's killing a task also ends srun with an error, and the script may still write "failed" before it
+  // is killed itself: a cancel or a time limit in Slurm's record outranks the script's word.
+  const bool killed_by_slurm =
+      slurm && (slurm->state == "CANCELLED" || slurm->state == "PREEMPTED" || slurm->state == "TIMEOUT" ||
+                slurm->state == "DEADLINE");
+  if (script_finished && !killed_by_slurm) {  // srun returned non-zero: the ranks' logs say why
     status.state = CellState::Failed;
     status.exit_code = written.exit_code;
     status.reason = with_log_error("srun exited with code " + std::to_string(written.exit_code) + " in job " + job,

@@ -4,7 +4,8 @@
 //    exit code), and
 //  - Slurm's own record of the task (sacct, or scontrol without accounting), the only one left when Slurm
 //    killed the script itself: scancel, the time limit, a node failure.
-// The script's word wins when it is there and belongs to this job; otherwise Slurm's state decides.
+// The script's word wins when it is there and belongs to this job, unless Slurm says it cancelled the task
+// or ended it at its time limit; otherwise Slurm's state decides.
 #include "experiment/cell_status.hpp"
 #include "experiment/slurm/slurm_commands.hpp"
 
