@@ -212,6 +212,29 @@ TEST(SlurmLauncher, DryRunWritesScriptsNoWaitReturnsAtOnceAndTheNextRunFollows) 
     EXPECT_TRUE(is_cell_done(c.dir, c.config_hash)) << read_text(c.dir / "status.json") << read_text(c.dir / "launcher.log");
 }
 
+TEST(SlurmLauncher, AFailingCellSaysWhyAndFailFastCancelsTheRest) {
+  GRADSWEEP_REQUIRE_SLURM();
+  const fs::path out = test::scratch_dir();
+  PlannedCell broken = make_cell(out, "broken", "single", 1, 4);
+  std::string yaml = read_text(broken.config_file);
+  yaml.replace(yaml.find("seq_len: 32"), 11, "seq_len: 999");  // longer than the model's block size
+  test::write_text(broken.config_file, yaml);
+  const PlannedCell slow = make_cell(out, "slow", "ring", 2, 400);
+  std::ostringstream messages;
+  LaunchOptions options;
+  options.fail_fast = true;
+  RecordingSink sink;
+  const LaunchResult r = make_slurm_launcher(launcher_options(out, messages))->run({broken, slow}, options, sink);
+  EXPECT_EQ(r.failed, 1) << messages.str();
+  EXPECT_EQ(r.interrupted, 1) << messages.str() << read_text(slow.dir / "status.json");
+  EXPECT_TRUE(r.stopped);
+  const CellStatus b = read_cell_status(broken.dir);
+  EXPECT_EQ(b.state, CellState::Failed);
+  EXPECT_NE(b.reason.find("seq_len"), std::string::npos) << b.reason;
+  EXPECT_NE(messages.str().find("--fail-fast"), std::string::npos) << messages.str();
+  EXPECT_EQ(read_cell_status(slow.dir).state, CellState::Interrupted);
+}
+
 TEST(SlurmLauncher, RequeuedTaskResumesFromTheCheckpoint) {
   GRADSWEEP_REQUIRE_SLURM();
   const fs::path out = test::scratch_dir();

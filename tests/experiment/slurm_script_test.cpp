@@ -299,6 +299,15 @@ TEST(TaskOutcome, ScriptStatusFirstThenSlurmState) {
   EXPECT_EQ(node_fail.state, CellState::Failed);
   EXPECT_NE(node_fail.reason.find("NODE_FAIL"), std::string::npos);
   EXPECT_NE(node_fail.reason.find("out of memory"), std::string::npos);
+  // Without a rank log error, the rank's own words in launcher.log beat srun's "Exited with exit code 2".
+  const fs::path dir2 = dir / "no-rank-error";
+  write_text(dir2 / "launcher.log", "=== gradsweep: slurm job 5_2\nerror: configuration error:\n  cell.yaml: train.seq_len: too long\n"
+                                    "srun: error: vm: task 0: Exited with exit code 2\n");
+  written.job = "5_2";
+  written.state = CellState::Failed;
+  const CellStatus config_error = task_outcome(dir2, "h", "5_2", written, std::nullopt);
+  EXPECT_NE(config_error.reason.find("error: configuration error: cell.yaml: train.seq_len: too long"), std::string::npos)
+      << config_error.reason;
   EXPECT_TRUE(is_active_state("PENDING"));
   EXPECT_FALSE(is_active_state("COMPLETED"));
 }

@@ -1,6 +1,8 @@
 #include "experiment/slurm/task_outcome.hpp"
 
+#include <fstream>
 #include <set>
+#include <vector>
 
 namespace gradsweep::experiment::slurm {
 
@@ -13,8 +15,42 @@ std::string describe(const TaskState& t) {
   return text;
 }
 
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
+}
+
+bool is_slurm_line(const std::string& line) {
+  return line.rfind("srun:", 0) == 0 || line.rfind("slurmstepd", 0) == 0 || line.rfind("===", 0) == 0;
+}
+
+// The last error a rank printed into launcher.log (srun's output), skipping srun's and slurmstepd's own lines
+// ("srun: error: task 0: Exited with exit code 2" says that, not why). A heading that ends with ':' gets
+// its next line: main prints "error: configuration error:" and the problem below it.
+std::string last_rank_error_in_launcher_log(const std::filesystem::path& cell_dir) {
+  std::ifstream in(cell_dir / "launcher.log");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (std::size_t i = lines.size(); i-- > 0;) {
+    const std::string& line = lines[i];
+    if (is_slurm_line(line)) continue;
+    bool error = false;
+    for (const char* marker : {"error:", "[error]", "[critical]", "what():", "terminate called"})
+      error = error || line.find(marker) != std::string::npos;
+    if (!error) continue;
+    std::string text = trim(line);
+    if (!text.empty() && text.back() == ':' && i + 1 < lines.size() && !is_slurm_line(lines[i + 1]))
+      text += " " + trim(lines[i + 1]);
+    return text;
+  }
+  return "";
+}
+
 std::string with_log_error(std::string reason, const std::filesystem::path& cell_dir) {
-  if (const std::string line = last_error_line(cell_dir); !line.empty()) reason += ": " + line;
+  std::string line = last_error_line(cell_dir);
+  if (line.empty() || is_slurm_line(line))
+    if (std::string rank_line = last_rank_error_in_launcher_log(cell_dir); !rank_line.empty()) line = rank_line;
+  if (!line.empty()) reason += ": " + line;
   return reason;
 }
 
