@@ -135,6 +135,7 @@ def summarize_n(out_dir, run, n):
             with open(os.path.join(rdir, "round.json")) as f:
                 meta = json.load(f)
         meta["runs"] = {v["name"]: load_variant(os.path.join(rdir, v["dir"]), v["name"]) for v in variants}
+        meta["failed"] = [v["name"] for v in variants if os.path.exists(os.path.join(rdir, v["dir"]) + ".failed")]
         rounds.append(meta)
     per_variant = {}
     for v in variants:
@@ -215,7 +216,7 @@ def report(out_dir):
         for name in names:
             e = pv[name]
             if not e.get("tokens_per_sec_median"):
-                lines.append(f"| {name} | failed | | | | | | | | | | | | 0/{e['rounds']} |")
+                lines.append(f"| {name} | no result | | | | | | | | | | | | 0/{e['rounds']} |")
                 continue
             c = e.get("comm")
             sp = e["time_split_s"]
@@ -231,7 +232,8 @@ def report(out_dir):
         head = "| round | order | load (1m) | " + " | ".join(names) + " |"
         lines += ["Per round, tok/s:", "", head, "|" + "---|" * (3 + len(names))]
         for rd in rounds:
-            cells = [f0(rd["runs"][x]["tokens_per_sec_median"]) if rd["runs"][x] else "failed" for x in names]
+            cells = [f0(rd["runs"][x]["tokens_per_sec_median"]) if rd["runs"][x]
+                     else ("failed" if x in rd["failed"] else "–") for x in names]
             lines.append(f"| {rd['round']} | {rd.get('order', '').split(' ')[0]} first | {rd.get('load_avg_1m', '')} | "
                          + " | ".join(cells) + " |")
         lines.append("")
