@@ -1,5 +1,6 @@
 #include "cli/train_command.hpp"
 
+#include "comm/collective_timeout.hpp"
 #include "comm/communicator_nccl.hpp"
 #include "comm/host_communicator.hpp"
 #include "comm/mpi_runtime.hpp"
@@ -69,6 +70,7 @@ JobCommunicator make_job_communicator(const CellConfig& config) {
   request.nccl_built = nccl_built();
   request.launched_by_mpi = mpi::launched_by_mpi();
   JobCommunicator job{nullptr, choose_comm(request), request.launched_by_mpi};
+  set_configured_comm_timeout(config.comm_timeout);
   try {
     job.comm = make_backend(job.decision.backend, config);
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 #include "comm/collective_timeout.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -56,9 +57,15 @@ void CollectiveTimeout::watch() {
   }
 }
 
+namespace {
+std::atomic<double> configured_timeout{-1.0};  // < 0: not configured
+}  // namespace
+
+void set_configured_comm_timeout(double seconds) { configured_timeout = seconds; }
+
 double comm_timeout_seconds(double fallback) {
   const char* text = std::getenv("GRADSWEEP_COMM_TIMEOUT");
-  if (text == nullptr || *text == '\0') return fallback;
+  if (text == nullptr || *text == '\0') return configured_timeout >= 0 ? configured_timeout.load() : fallback;
   char* end = nullptr;
   const double value = std::strtod(text, &end);
   if (end == text || *end != '\0' || value < 0)

@@ -60,8 +60,10 @@ class CollectiveTimeout {
   std::thread thread_;
 };
 
-// The limit from GRADSWEEP_COMM_TIMEOUT (seconds; 0 turns the watchdog off), else `fallback`. Throws
-// std::invalid_argument on a value that is not a number.
+// The limit from GRADSWEEP_COMM_TIMEOUT (seconds; 0 turns the watchdog off), else the configured one
+// (runtime.comm_timeout, set before backends are made), else `fallback`. Throws std::invalid_argument on
+// an environment value that is not a number.
 double comm_timeout_seconds(double fallback);
+void set_configured_comm_timeout(double seconds);
 
 }  // namespace gradsweep::host

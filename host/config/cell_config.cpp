@@ -45,7 +45,10 @@ const std::map<std::string, std::vector<OptionSpec>>& host_schema() {
       {"runtime",
        {{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"},
         {"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"},
-        {"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"}}},
+        {"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"},
+        {"comm_timeout", OptionType::Float, "600",
+         "seconds a rank may wait in one communication call before the job is ended as hung (0 = never; "
+         "GRADSWEEP_COMM_TIMEOUT overrides)"}}},
   };
   return schema;
 }
@@ -166,6 +169,9 @@ CellConfig parse_cell_config(const std::string& yaml_text, const std::string& fi
   config.threads = host["runtime"].integer("threads");
   config.device = host["runtime"].text("device");
   config.comm = host["runtime"].text("comm");
+  config.comm_timeout = host["runtime"].number("comm_timeout");
+  if (config.comm_timeout < 0)
+    diag.error(config.root["runtime"]["comm_timeout"], "runtime.comm_timeout", "must be >= 0 (0 turns the watchdog off)");
 
   auto positive = [&](const char* section, const char* key, std::int64_t v) {
     if (v <= 0) diag.error(config.root[section][key], std::string(section) + "." + key, "must be positive");

@@ -52,6 +52,7 @@ struct CellConfig {
   double peak_flops = 0.0;  // 0 = measure
   std::int64_t threads = 0;  // 0 = cores / ranks on this node
   std::string device;
+  double comm_timeout = 600;  // seconds; see comm/collective_timeout.hpp
   std::string comm;  // communicator backend asked for: auto, local, mpi or nccl (see comm_choice.hpp)
   std::vector<std::filesystem::path> plugin_paths;
   // Every host section with defaults filled in, for the resolved config.

@@ -209,10 +209,12 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     strategy.call(strategy->update(ctx, &result), "update");
     sync_device(device);
     t.update = seconds_since(t0);
-    t.step = seconds_since(step_start);
+    // The report waits for the slowest rank, as the next step's first collective would: its time is
+    // part of the step, so tokens/s is what the job achieves, not what rank 0 alone would.
     const StepReport report =
         gather_step_report(comm, {computes, loss_sum, computes ? static_cast<double>(micro_steps) : 0.0,
                                   comm.take_stats()});
+    t.step = seconds_since(step_start);
     const CommStats& comm_stats = report.ranks[static_cast<std::size_t>(rank)].comm;
     t.comm = comm_stats.seconds;
     train_loss = report.mean_loss;

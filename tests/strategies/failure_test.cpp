@@ -39,29 +39,55 @@ TEST(RanksDisagree, ModelsOfDifferentShapesStopBeforeTheFirstCollective) {
                read_text(dir / "out" / "metrics.jsonl").find("\"step\"") != std::string::npos);
 }
 
-// Kills rank 1 with SIGKILL once it is training; mpirun must end the job and name the rank.
-TEST(RankDies, KilledRankEndsTheJobWithinAMinute) {
-  const fs::path dir = scratch_dir();
+// Runs a 2-rank ring job, waits until it trains, sends `signal` to rank 1 and waits for the job to end.
+// Prints "rc=<exit code> seconds=<from the signal to the end>" and the job's output.
+CommandResult signal_rank_one(const fs::path& dir, const std::string& signal, const std::string& extra = "") {
   const fs::path log = dir / "out" / "rank-1.log";
   const std::string job = mpirun(2, gradsweep_binary().string() + " train " + cell(dir, "cell.yaml", "", 100000) +
-                                        " --out " + (dir / "out").string(), "", 120);
+                                        " --out " + (dir / "out").string() + extra, "", 120);
   const std::string script =
       "(" + job + ") > " + (dir / "job.txt").string() + " 2>&1 & job=$!\n" +
       "for i in $(seq 600); do grep -q 'step ' " + (dir / "out" / "rank-0.log").string() +
       " 2>/dev/null && break; sleep 0.1; done\n" +
       "pid=$(sed -n 's/.*rank 1 of 2 is process \\([0-9]*\\).*/\\1/p' " + log.string() + ")\n" +
       "[ -n \"$pid\" ] || { echo 'rank 1 never started'; kill $job; exit 99; }\n" +
-      "start=$(date +%s.%N); kill -9 $pid; wait $job; rc=$?\n" +
+      "start=$(date +%s.%N); kill -" + signal + " $pid; wait $job; rc=$?\n" +
       "echo \"rc=$rc seconds=$(echo \"$(date +%s.%N) - $start\" | bc)\"; cat " + (dir / "job.txt").string();
-  write_text(dir / "kill.sh", script);
-  const auto r = run_command("bash " + (dir / "kill.sh").string());
+  write_text(dir / "signal.sh", script);
+  return run_command("bash " + (dir / "signal.sh").string());
+}
+
+struct Ending {
+  int exit_code;
+  double seconds;
+};
+
+Ending ending_of(const CommandResult& r) {
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("rc=([0-9]+) seconds=([0-9.]+)"))) << r.output;
-  EXPECT_NE(std::stoi(m[1]), 0) << r.output;
-  EXPECT_NE(std::stoi(m[1]), 124) << "the job hung until `timeout` ended it:\n" << r.output;
-  EXPECT_LT(std::stod(m[2]), 60.0) << r.output;
+  if (!std::regex_search(r.output, m, std::regex("rc=([0-9]+) seconds=([0-9.]+)"))) return {-1, 1e9};
+  return {std::stoi(m[1]), std::stod(m[2])};
+}
+
+// Kills rank 1 with SIGKILL once it is training; mpirun must end the job and name the rank.
+TEST(RankDies, KilledRankEndsTheJobWithinAMinute) {
+  const CommandResult r = signal_rank_one(scratch_dir(), "KILL");
+  const Ending end = ending_of(r);
+  EXPECT_NE(end.exit_code, 0) << r.output;
+  EXPECT_NE(end.exit_code, 124) << "the job hung until `timeout` ended it:\n" << r.output;
+  EXPECT_LT(end.seconds, 60.0) << r.output;
   // Open MPI names the rank that died.
   EXPECT_TRUE(std::regex_search(r.output, std::regex("rank 1 with PID [0-9]+ on node .* exited on signal 9")))
+      << r.output;
+}
+
+// Stops rank 1 (SIGSTOP: alive but silent, as a stuck rank is). The other rank waits in a collective
+// until runtime.comm_timeout ends the job, naming the call it was stuck in.
+TEST(RankHangs, ConfiguredCommTimeoutEndsTheJob) {
+  const CommandResult r = signal_rank_one(scratch_dir(), "STOP", " --set runtime.comm_timeout=3");
+  const Ending end = ending_of(r);
+  EXPECT_EQ(end.exit_code, 3) << r.output;
+  EXPECT_LT(end.seconds, 45.0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("on rank 0 of 2 has waited [0-9]+ s \\(limit 3 s")))
       << r.output;
 }
 

@@ -6,15 +6,16 @@
 
 namespace gradsweep::strategies {
 
-GradientBuckets::GradientBuckets(const std::vector<torch::Tensor>& params, std::int64_t bucket_bytes,
-                                 torch::ScalarType wire)
+GradientBuckets::GradientBuckets(const std::vector<torch::Tensor>& params, std::int64_t first_bucket_bytes,
+                                 std::int64_t bucket_bytes, torch::ScalarType wire)
     : params_(params), bucket_of_(params.size()), slot_of_(params.size()) {
   const std::int64_t element = torch::elementSize(wire);
   std::vector<std::vector<std::size_t>> groups;
   std::int64_t bytes = 0;
   for (std::size_t k = params.size(); k-- > 0;) {
     const std::int64_t size = params[k].numel() * element;
-    if (groups.empty() || (bytes > 0 && bytes + size > bucket_bytes)) {
+    const std::int64_t cap = groups.size() <= 1 ? first_bucket_bytes : bucket_bytes;
+    if (groups.empty() || (bytes > 0 && bytes + size > cap)) {
       groups.emplace_back();
       bytes = 0;
     }

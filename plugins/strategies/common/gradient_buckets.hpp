@@ -32,7 +32,11 @@ class GradientBuckets {
  public:
   using Launch = std::function<void(Bucket&)>;
 
-  GradientBuckets(const std::vector<torch::Tensor>& params, std::int64_t bucket_bytes, torch::ScalarType wire);
+  // The first bucket holds at most `first_bucket_bytes`, the others `bucket_bytes`: a small first bucket
+  // starts communicating early in backward even when the whole model fits in one bucket (PyTorch DDP
+  // does the same with 1 MiB).
+  GradientBuckets(const std::vector<torch::Tensor>& params, std::int64_t first_bucket_bytes, std::int64_t bucket_bytes,
+                  torch::ScalarType wire);
 
   void begin_step();
   // Packs parameter i's gradient into its bucket and launches every bucket that is now ready, in order

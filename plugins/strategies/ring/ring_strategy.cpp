@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 namespace gradsweep::strategies {
 
 RingStrategy::RingStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name)
@@ -12,13 +14,17 @@ RingStrategy::RingStrategy(const sdk::PluginContext& context, MixedPrecision pre
       amp_(precision),
       comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, name))),
       bucket_mb_(context.options.number("bucket_mb")),
+      first_bucket_mb_(std::min(bucket_mb_, context.options.number("first_bucket_mb"))),
       overlap_(context.options.flag("overlap")) {
-  if (bucket_mb_ <= 0) throw sdk::Error("strategy '" + name_ + "': bucket_mb must be > 0");
+  if (bucket_mb_ <= 0 || first_bucket_mb_ <= 0)
+    throw sdk::Error("strategy '" + name_ + "': bucket_mb and first_bucket_mb must be > 0");
 }
 
 void RingStrategy::on_setup(const sdk::StrategySetup& setup) {
   optimizer_.setup(setup);
-  buckets_.emplace(optimizer_.params(), static_cast<std::int64_t>(bucket_mb_ * 1024 * 1024), amp_.comm_dtype());
+  constexpr double kMiB = 1024.0 * 1024.0;
+  buckets_.emplace(optimizer_.params(), static_cast<std::int64_t>(first_bucket_mb_ * kMiB),
+                   static_cast<std::int64_t>(bucket_mb_ * kMiB), amp_.comm_dtype());
   context().metrics.record("buckets", static_cast<double>(buckets_->buckets().size()));
 }
 

@@ -19,10 +19,12 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 3> kRingOptions{{
+inline constexpr std::array<sdk::OptionSpec, 4> kRingOptions{{
     {"algorithm", sdk::OptionType::String, "ring",
      "ring: gradsweep's ring allreduce over point-to-point; native: the backend's own allreduce"},
     {"bucket_mb", sdk::OptionType::Float, "25", "fusion bucket size in MiB (Horovod's and DDP's default is 25)"},
+    {"first_bucket_mb", sdk::OptionType::Float, "1",
+     "size cap of the first bucket, the first to complete in backward (DDP's is 1 MiB)"},
     {"overlap", sdk::OptionType::Bool, "true",
      "start each bucket's allreduce during backward (false: all after backward, for comparison)"},
 }};
@@ -48,7 +50,7 @@ class RingStrategy : public sdk::Strategy {
   std::string name_;
   MixedPrecision amp_;
   sdk::Communicator& comm_;  // the backend, or its view running gradsweep's ring
-  double bucket_mb_;
+  double bucket_mb_, first_bucket_mb_;
   bool overlap_;
   sdk::LocalOptimizer optimizer_;
   std::optional<GradientBuckets> buckets_;
