@@ -1,7 +1,11 @@
 // gradsweep: data-parallel training experiments over pluggable strategies and models.
 #include "cli/bench_comm_command.hpp"
+#include "cli/plan_command.hpp"
 #include "cli/plugins_command.hpp"
 #include "cli/prepare_command.hpp"
+#include "cli/report_command.hpp"
+#include "cli/run_command.hpp"
+#include "cli/status_command.hpp"
 #include "cli/train_command.hpp"
 
 #include <gradsweep/sdk/abi.hpp>
@@ -26,6 +30,11 @@ int main(int argc, char** argv) {
   gradsweep::host::register_plugins_command(app);
   gradsweep::cli::register_prepare_command(app);
   gradsweep::host::register_bench_comm_command(app);
+  // Sweeps (docs/experiments.md).
+  gradsweep::cli::register_plan_command(app);
+  gradsweep::cli::register_run_command(app);
+  gradsweep::cli::register_status_command(app);
+  gradsweep::cli::register_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,150 @@
+#include "cli/run_command.hpp"
+
+#include "experiment/launcher_local.hpp"
+#include "experiment/progress_display.hpp"
+#include "experiment/report.hpp"
+#include "experiment/run_lock.hpp"
+#include "experiment/slurm/slurm_launcher.hpp"
+#include "experiment/sweep_setup.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <memory>
+
+namespace gradsweep::cli {
+using namespace gradsweep::experiment;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunArgs {
+  std::string experiment, out, launcher = "local";
+  std::vector<std::string> overrides;
+  bool retry_failed = false, force = false, fail_fast = false, dry_run = false, no_wait = false;
+};
+
+// Exit codes: every cell ok; some cell failed or timed out; stopped by Ctrl-C (as shells report SIGINT).
+constexpr int kSomeFailed = 1;
+constexpr int kInterrupted = 130;
+
+std::atomic<bool> g_stop{false};
+extern "C" void request_stop(int) { g_stop.store(true); }
+
+// Ctrl-C / SIGTERM ask the launcher to stop the running cell cleanly; a second Ctrl-C does the same
+// (the launcher escalates to SIGKILL after its grace period).
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = request_stop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+std::unique_ptr<Launcher> make_launcher(const std::string& name, const fs::path& out_dir) {
+  if (name == "local") return std::make_unique<LocalLauncher>();
+  SlurmLauncherOptions options;
+  options.out_dir = out_dir;
+  options.messages = &std::cerr;
+  return make_slurm_launcher(options);
+}
+
+// Which cells to launch, and why the others are not launched.
+std::vector<PlannedCell> cells_to_run(const SweepPlan& plan, const RunArgs& args, int& done, int& skipped_failed) {
+  std::vector<PlannedCell> cells;
+  for (const auto& cell : plan.cells) {
+    const CellStatus status = read_cell_status(cell.dir);
+    const bool same_config = status.config_hash.empty() || status.config_hash == cell.config_hash;
+    PlannedCell c = cell;
+    if (args.force || !same_config) {
+      // From scratch: a checkpoint of another configuration (or one the user wants redone) is not resumed.
+      c.rank_command.push_back("--fresh");
+      cells.push_back(std::move(c));
+      continue;
+    }
+    if (status.state == CellState::Ok) {
+      ++done;
+      continue;
+    }
+    if ((status.state == CellState::Failed || status.state == CellState::Timeout) && !args.retry_failed) {
+      ++skipped_failed;
+      continue;
+    }
+    cells.push_back(std::move(c));  // pending, interrupted, running (a driver that died), or retried
+  }
+  return cells;
+}
+
+int run_sweep(const RunArgs& args) {
+  if (args.force && args.retry_failed) throw std::runtime_error("--force already reruns every cell; drop --retry-failed");
+  const LoadedSweep sweep = load_sweep(args.experiment, args.out, args.overrides);
+  const SweepPlan& plan = sweep.plan;
+  const RunLock lock(plan.out_dir);  // before anything in DIR is written
+  std::string experiment_text = sweep.experiment.text;
+  for (const auto& o : args.overrides) experiment_text += "\n# --set " + o;
+  write_plan(plan, experiment_text + "\n");
+
+  int done = 0, skipped_failed = 0;
+  const std::vector<PlannedCell> cells = cells_to_run(plan, args, done, skipped_failed);
+  std::cerr << "experiment " << plan.name << ": " << plan.cells.size() << " cells, " << done << " done, "
+            << cells.size() << " to run";
+  if (skipped_failed > 0) std::cerr << ", " << skipped_failed << " failed left alone (--retry-failed reruns them)";
+  std::cerr << " -> " << plan.out_dir.string() << "\n";
+
+  std::unique_ptr<Launcher> launcher = make_launcher(args.launcher, plan.out_dir);
+  install_stop_handlers();
+  LaunchOptions options;
+  options.fail_fast = args.fail_fast;
+  options.dry_run = args.dry_run;
+  options.wait = !args.no_wait;
+  options.stop_requested = &g_stop;
+  ProgressDisplay progress(std::cerr, static_cast<int>(plan.cells.size()), done, ::isatty(STDERR_FILENO) == 1);
+  const LaunchResult result = launcher->run(cells, options, progress);
+
+  if (args.dry_run) {
+    std::cerr << "dry run: " << result.submitted << " cell(s) prepared, nothing run; commands in "
+              << (plan.out_dir / "cells" / "<id>" / "command.txt").string() << "\n";
+    return 0;
+  }
+  const Report report = write_report(plan);
+  std::cout << report.markdown_table << "\n";
+  std::cerr << "results: " << (plan.out_dir / "results.csv").string() << ", report: "
+            << (plan.out_dir / "report.md").string() << "\n";
+  if (!report.plot_problem.empty()) std::cerr << "warning: " << report.plot_problem << "\n";
+  std::cerr << "this run: " << result.ok << " ok, " << result.failed << " failed, " << result.timeout << " timeout, "
+            << result.interrupted << " interrupted";
+  if (result.submitted > 0) std::cerr << ", " << result.submitted << " submitted (`gradsweep status " << plan.out_dir.string() << "`)";
+  std::cerr << "\n";
+  if (g_stop.load() || result.interrupted > 0) {
+    std::cerr << "stopped: run the same command again to resume\n";
+    return kInterrupted;
+  }
+  return result.failed + result.timeout > 0 ? kSomeFailed : 0;
+}
+
+}  // namespace
+
+void register_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Run every cell of an experiment (skipping the done ones) and report");
+  cmd->add_option("experiment", args->experiment, "Experiment file (YAML); see docs/experiments.md")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--out,-o", args->out, "Output directory (default: runs/<experiment name>)");
+  cmd->add_option("--launcher", args->launcher, "local (mpirun on this machine) or slurm (job arrays)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--set", args->overrides, "Override a key of the experiment file: --set train.steps=50 (repeatable)");
+  cmd->add_flag("--retry-failed", args->retry_failed, "Also rerun cells that failed or timed out");
+  cmd->add_flag("--force", args->force, "Rerun every cell from scratch, done or not");
+  cmd->add_flag("--fail-fast", args->fail_fast, "Stop at the first failed cell");
+  cmd->add_flag("--dry-run", args->dry_run, "Write the cells' configurations and commands (slurm: scripts), run nothing");
+  cmd->add_flag("--no-wait", args->no_wait, "slurm: return once the jobs are submitted (`gradsweep status DIR` follows)");
+  cmd->callback([args] {
+    const int code = run_sweep(*args);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace gradsweep::cli

@@ -1,0 +1,40 @@
+#include "cli/status_command.hpp"
+
+#include "experiment/progress_display.hpp"
+#include "experiment/sweep_setup.hpp"
+
+#include <iostream>
+#include <map>
+#include <memory>
+
+namespace gradsweep::cli {
+using namespace gradsweep::experiment;
+
+void register_status_command(CLI::App& app) {
+  auto dir = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("status", "Show the progress of a sweep (its output directory), also while it runs");
+  cmd->add_option("dir", *dir, "Output directory of `gradsweep run`")->required()->check(CLI::ExistingDirectory);
+  cmd->callback([dir] {
+    const SweepPlan plan = read_plan(*dir);
+    std::map<std::string, int> counts;
+    std::cout << "experiment " << plan.name << " (" << plan.out_dir.string() << ")\n";
+    for (const auto& cell : plan.cells) {
+      const CellStatus status = current_status(cell);
+      ++counts[to_string(status.state)];
+      std::string line = cell.id + "  " + to_string(status.state);
+      if (status.state == CellState::Running) {
+        if (const auto latest = read_latest_step(cell.dir); latest && latest->step >= 0)
+          line += " step " + std::to_string(latest->step + 1) + "/" + std::to_string(cell.steps) + ", " +
+                  std::to_string(static_cast<long>(latest->tokens_per_sec)) + " tokens/s";
+      }
+      line += "  " + axes_text(cell);
+      if (!status.reason.empty()) line += "\n    " + status.reason;
+      std::cout << line << "\n";
+    }
+    std::cout << plan.cells.size() << " cells:";
+    for (const auto& [state, n] : counts) std::cout << " " << n << " " << state;
+    std::cout << "\n";
+  });
+}
+
+}  // namespace gradsweep::cli

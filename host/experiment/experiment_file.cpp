@@ -1,0 +1,84 @@
+#include "experiment/experiment_file.hpp"
+
+#include "config/cell_config.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace gradsweep::experiment {
+namespace fs = std::filesystem;
+using host::ConfigError;
+using host::Diagnostics;
+
+namespace {
+
+const std::vector<std::string> kCellSections{"model", "strategy", "data",    "train",  "eval",
+                                             "checkpoint", "metrics", "runtime", "plugins"};
+
+YAML::Node parse(const std::string& text, const std::string& file, const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError({file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " +
+                       e.msg});
+  }
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw ConfigError({file + ": expected a mapping at the top level"});
+  for (const auto& o : overrides) host::apply_override(root, o);
+  return root;
+}
+
+}  // namespace
+
+const std::vector<std::string>& sweep_keys() {
+  static const std::vector<std::string> keys{"name", "description", "launcher", "matrix", "exclude", "include", "repeat"};
+  return keys;
+}
+
+YAML::Node ExperimentFile::fresh_root() const { return parse(text, file.string(), overrides); }
+
+ExperimentFile load_experiment_file(const fs::path& file, const std::vector<std::string>& overrides) {
+  std::ifstream in(file);
+  if (!in) throw ConfigError({file.string() + ": cannot open experiment file"});
+  std::stringstream text;
+  text << in.rdbuf();
+
+  ExperimentFile exp;
+  exp.file = fs::absolute(file).lexically_normal();
+  exp.base_dir = exp.file.parent_path();
+  exp.text = text.str();
+  exp.overrides = overrides;
+  exp.root = parse(exp.text, file.string(), overrides);
+
+  Diagnostics diag(file.string());
+  for (const auto& item : exp.root) {
+    const std::string key = item.first.as<std::string>();
+    const auto known = [&](const std::vector<std::string>& keys) {
+      return std::find(keys.begin(), keys.end(), key) != keys.end();
+    };
+    if (!known(sweep_keys()) && !known(kCellSections))
+      diag.error(item.first, key,
+                 "unknown top-level key; a cell's sections (model, strategy, data, train, eval, checkpoint, metrics, "
+                 "runtime, plugins) or the sweep's (name, description, launcher, matrix, exclude, include, repeat)");
+  }
+  for (const char* key : {"name", "description"})
+    if (const YAML::Node n = exp.root[key]; n && !n.IsScalar()) diag.error(n, key, "expected a string");
+  for (const char* key : {"launcher", "matrix"})
+    if (const YAML::Node n = exp.root[key]; n && !n.IsNull() && !n.IsMap())
+      diag.error(n, key, "expected a mapping");
+  for (const char* key : {"exclude", "include"})
+    if (const YAML::Node n = exp.root[key]; n && !n.IsNull() && !n.IsSequence())
+      diag.error(n, key, "expected a list of mappings (axis: value)");
+  diag.throw_if_any();
+
+  exp.name = exp.root["name"] ? exp.root["name"].Scalar() : file.stem().string();
+  for (const char c : exp.name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      throw ConfigError({file.string() + ": name: '" + exp.name +
+                         "' must be letters, digits, '-', '_' or '.' (it names the output directory)"});
+  return exp;
+}
+
+}  // namespace gradsweep::experiment

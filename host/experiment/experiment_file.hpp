@@ -1,0 +1,44 @@
+#pragma once
+// The experiment file: a cell configuration (model, data, train, strategy, ...) that is the base of
+// every cell, plus the sweep's own sections:
+//
+//   name: bai2022                  # default: the file's stem; the output goes to runs/<name>
+//   description: "..."
+//   launcher: {nodes: 1, ranks_per_node: 1, threads: 0, slurm: {partition, account, time, ...}}
+//   matrix:  {strategy: [single, ring], nodes: [1, 2, 4], train.micro_batch: [4, 8]}
+//   exclude: [{strategy: single, nodes: [2, 4]}]
+//   include: [{strategy: ps, strategy.mode: async, nodes: 2}]
+//   repeat: 3                      # or {seeds: [1, 2, 3]}
+//
+// Only the file's shape is checked here (top-level keys, the types of the sweep's sections); the cells
+// themselves are validated once expanded (sweep_plan.hpp), against the host's schema and the plugins.
+#include "config/config_error.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace gradsweep::experiment {
+
+struct ExperimentFile {
+  std::filesystem::path file;      // absolute
+  std::filesystem::path base_dir;  // relative paths in the file are resolved against it
+  std::string name;
+  std::string text;                // the file as read
+  std::vector<std::string> overrides;  // --set, applied to the whole file (matrix.* included)
+  YAML::Node root;                 // text parsed, overrides applied
+
+  // A fresh copy of `root` (parsed again, overrides applied): cells are built by editing it, and the
+  // nodes keep their line and column in the file for messages.
+  YAML::Node fresh_root() const;
+};
+
+// The sweep's own top-level keys, which a cell configuration does not have.
+const std::vector<std::string>& sweep_keys();
+
+// Reads the file and checks its top level; throws host::ConfigError listing every problem.
+ExperimentFile load_experiment_file(const std::filesystem::path& file, const std::vector<std::string>& overrides);
+
+}  // namespace gradsweep::experiment

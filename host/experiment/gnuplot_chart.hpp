@@ -1,0 +1,30 @@
+#pragma once
+// Line charts as PNG through the gnuplot program (Debian's gnuplot-nox): the data and the script are
+// written beside the image (<stem>.dat, <stem>.gp), so a plot can be restyled and rerun by hand.
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gradsweep::experiment {
+
+struct ChartSeries {
+  std::string title;
+  std::vector<std::pair<double, double>> points;  // drawn in this order
+};
+
+struct Chart {
+  std::string stem;  // file name without extension
+  std::string title, xlabel, ylabel;
+  std::vector<ChartSeries> series;
+  bool points = true;    // marks at each point (false: lines only, for long curves)
+  bool integer_x = false;
+};
+
+// "pngcairo" or "png", whichever this gnuplot has; "" when there is no gnuplot at all.
+const std::string& gnuplot_png_terminal();
+
+// Writes <dir>/<stem>.png; throws std::runtime_error with gnuplot's output when it fails.
+std::filesystem::path render_chart(const Chart& chart, const std::filesystem::path& dir);
+
+}  // namespace gradsweep::experiment

@@ -1,0 +1,184 @@
+#include "experiment/launcher_local.hpp"
+
+#include "experiment/provenance.hpp"
+#include "util/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+namespace gradsweep::experiment {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// How long a stopped job may take to exit after SIGTERM before it gets SIGKILL.
+constexpr auto kStopGrace = std::chrono::seconds(10);
+constexpr auto kPollInterval = std::chrono::milliseconds(200);
+constexpr auto kProgressInterval = std::chrono::seconds(1);
+
+// Starts argv in its own process group (so that stopping it reaches mpirun and every rank it started),
+// with stdout and stderr appended to `log`.
+pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(log.string() + ": cannot open");
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    throw std::runtime_error("fork failed");
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    const std::string msg = "error: cannot start " + argv[0] + "\n";
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg.data(), msg.size());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // both sides, so that the group exists before either goes on
+  ::close(fd);
+  return pid;
+}
+
+struct JobEnd {
+  int exit_code;
+  bool interrupted;
+};
+
+JobEnd wait_for(pid_t pid, const PlannedCell& cell, const LaunchOptions& options, ProgressSink& progress) {
+  auto last_progress = Clock::now();
+  std::optional<Clock::time_point> stopping_since;
+  for (;;) {
+    int status = 0;
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) {
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return {code, stopping_since.has_value()};
+    }
+    const bool stop = options.stop_requested != nullptr && options.stop_requested->load();
+    if (stop && !stopping_since) {
+      stopping_since = Clock::now();
+      ::kill(-pid, SIGTERM);
+    } else if (stopping_since && Clock::now() - *stopping_since > kStopGrace) {
+      ::kill(-pid, SIGKILL);
+    }
+    if (Clock::now() - last_progress >= kProgressInterval) {
+      last_progress = Clock::now();
+      progress.cell_running(cell);
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+bool needs_quotes(const std::string& s) {
+  if (s.empty()) return true;
+  for (const char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string("-_./=:,+@%").find(c) == std::string::npos)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+std::string shell_line(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& a : argv) {
+    if (!line.empty()) line += ' ';
+    if (!needs_quotes(a)) {
+      line += a;
+      continue;
+    }
+    line += '\'';
+    for (const char c : a) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
+}
+
+int local_threads_per_rank(const PlannedCell& cell) {
+  if (cell.threads_per_rank > 0) return cell.threads_per_rank;
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return std::max(1, static_cast<int>(cores) / std::max(1, cell.world_size()));
+}
+
+std::vector<std::string> local_command(const PlannedCell& cell, int threads) {
+  std::vector<std::string> argv = cell.rank_command;
+  // The trainer takes its thread count from the configuration; this makes it explicit and the same for
+  // OpenMP regions that LibTorch starts before reading it.
+  argv.push_back("--set");
+  argv.push_back("runtime.threads=" + std::to_string(threads));
+  if (cell.world_size() == 1) return argv;
+  std::vector<std::string> mpirun{"mpirun", "--oversubscribe", "--bind-to", "none",
+                                  "-np", std::to_string(cell.world_size()), "-x", "OMP_NUM_THREADS=" + std::to_string(threads)};
+  // Variables the ranks need from the driver's environment, when set.
+  for (const char* var : {"GRADSWEEP_PLUGIN_PATH", "GRADSWEEP_COMM", "LD_LIBRARY_PATH"})
+    if (std::getenv(var) != nullptr) mpirun.insert(mpirun.end(), {"-x", var});
+  mpirun.insert(mpirun.end(), argv.begin(), argv.end());
+  return mpirun;
+}
+
+LaunchResult LocalLauncher::run(const std::vector<PlannedCell>& cells, const LaunchOptions& options,
+                                ProgressSink& progress) {
+  // Open MPI refuses to run as root unless told that it is deliberate (containers, CI machines).
+  if (::geteuid() == 0) {
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  }
+  LaunchResult result;
+  for (const PlannedCell& cell : cells) {
+    if (options.stop_requested != nullptr && options.stop_requested->load()) {
+      result.stopped = true;
+      break;
+    }
+    const std::vector<std::string> argv = local_command(cell, local_threads_per_rank(cell));
+    util::write_file_atomically(cell.dir / "command.txt", shell_line(argv) + "\n");
+    if (options.dry_run) {
+      ++result.submitted;
+      continue;
+    }
+    progress.cell_started(cell);
+    const std::string start = utc_now_iso8601();
+    CellStatus running;
+    running.state = CellState::Running;
+    running.config_hash = cell.config_hash;
+    running.launcher = name();
+    running.job = std::to_string(::getpid());
+    write_cell_status(cell.dir, running);
+    write_provenance(cell.dir, start, "");
+
+    const pid_t pid = spawn(argv, cell.dir / "launcher.log");
+    const JobEnd end = wait_for(pid, cell, options, progress);
+    CellStatus status = status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);
+    status.launcher = name();
+    status.job = running.job;
+    write_cell_status(cell.dir, status);
+    write_provenance(cell.dir, start, utc_now_iso8601());
+    progress.cell_finished(cell, status);
+
+    switch (status.state) {
+      case CellState::Ok: ++result.ok; break;
+      case CellState::Timeout: ++result.timeout; break;
+      case CellState::Interrupted: ++result.interrupted; break;
+      default: ++result.failed; break;
+    }
+    if (end.interrupted || (options.fail_fast && status.state == CellState::Failed)) {
+      result.stopped = true;
+      break;
+    }
+  }
+  return result;
+}
+
+}  // namespace gradsweep::experiment

@@ -1,0 +1,32 @@
+#pragma once
+// Runs cells one after another on this machine: `mpirun --oversubscribe --bind-to none -np N` for N =
+// nodes x ranks_per_node ranks (a plain process for one rank). More ranks than cores is allowed: the
+// ranks then share the cores, each with cores / ranks threads (at least one) unless the cell says.
+//
+// A failing cell is recorded (status failed, with the last error line of its logs) and the next one
+// starts, unless fail_fast. When stop_requested turns true (Ctrl-C), the running job gets SIGTERM (then
+// SIGKILL after a grace period); the cell is recorded as interrupted and resumes from its checkpoint
+// the next time.
+#include "experiment/launcher.hpp"
+
+#include <string>
+#include <vector>
+
+namespace gradsweep::experiment {
+
+class LocalLauncher final : public Launcher {
+ public:
+  std::string name() const override { return "local"; }
+  LaunchResult run(const std::vector<PlannedCell>& cells, const LaunchOptions& options,
+                   ProgressSink& progress) override;
+};
+
+// The full command line for one cell (mpirun ... or the rank command itself); threads per rank chosen
+// as described above. Exposed for `gradsweep plan` and the tests.
+std::vector<std::string> local_command(const PlannedCell& cell, int threads_per_rank);
+int local_threads_per_rank(const PlannedCell& cell);
+
+// A command as one shell line, each argument quoted when needed (command.txt).
+std::string shell_line(const std::vector<std::string>& argv);
+
+}  // namespace gradsweep::experiment

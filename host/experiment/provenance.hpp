@@ -1,0 +1,23 @@
+#pragma once
+// DIR/cells/<id>/provenance.json: what produced a cell's numbers, so that results from different
+// machines, builds and days can be told apart:
+//
+//   {"gradsweep": {"version", "commit", "dirty"}, "libtorch", "open_mpi", "nccl", "cuda",
+//    "host", "cpu", "gpu", "start", "end"}
+//
+// The commit is read at run time from the source tree the binary was built from (git describe), and
+// falls back to what CMake recorded at configure time when that tree is gone.
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+
+namespace gradsweep::experiment {
+
+// Everything but the times; computed once per process (it runs git and mpirun).
+const nlohmann::json& machine_provenance();
+
+// Writes provenance.json with `start` (ISO 8601 UTC) and `end` ("" while the cell runs), atomically.
+void write_provenance(const std::filesystem::path& cell_dir, const std::string& start, const std::string& end);
+
+}  // namespace gradsweep::experiment

@@ -1,0 +1,245 @@
+#include "experiment/sweep_matrix.hpp"
+
+#include <functional>
+#include <map>
+#include <sstream>
+
+namespace gradsweep::experiment {
+using host::Diagnostics;
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& dotted) {
+  std::vector<std::string> parts;
+  std::stringstream ss(dotted);
+  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+  return parts;
+}
+
+// Index of the axis that `key` names (by name or by the path it sets), or -1.
+int find_axis(const std::vector<Axis>& axes, const std::string& key) {
+  const std::string path = axis_path(key);
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    if (axes[i].name == key || axes[i].path == path) return static_cast<int>(i);
+  return -1;
+}
+
+bool matches(const YAML::Node& wanted, const std::string& actual) {
+  if (wanted.IsSequence()) {
+    for (const auto& w : wanted)
+      if (value_text(w) == actual) return true;
+    return false;
+  }
+  return value_text(wanted) == actual;
+}
+
+// A mapping value for a plugin axis replaces the whole section ({name: ps, mode: async}).
+bool replaces_section(const std::string& axis, const YAML::Node& value) {
+  return (axis == "strategy" || axis == "model") && value.IsMap();
+}
+
+void set_axis(YAML::Node& root, const std::string& axis, const YAML::Node& value) {
+  if (replaces_section(axis, value))
+    root[axis] = value;
+  else
+    set_path(root, axis_path(axis), value);
+}
+
+}  // namespace
+
+std::string axis_path(const std::string& axis) {
+  static const std::map<std::string, std::string> aliases{
+      {"strategy", "strategy.name"},      {"model", "model.name"},
+      {"precision", "strategy.precision"}, {"nodes", "launcher.nodes"},
+      {"ranks_per_node", "launcher.ranks_per_node"}, {"threads", "launcher.threads"},
+      {"seed", "train.seed"}};
+  const auto it = aliases.find(axis);
+  return it == aliases.end() ? axis : it->second;
+}
+
+std::string value_text(const YAML::Node& value) {
+  if (!value || value.IsNull()) return "";
+  if (value.IsScalar()) return value.Scalar();
+  YAML::Emitter out;
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  out << value;
+  return out.c_str();
+}
+
+void set_path(YAML::Node root, const std::string& dotted, const YAML::Node& value) {
+  const auto parts = split_path(dotted);
+  // yaml-cpp nodes are handles: descend with fresh handles rather than reassigning one.
+  std::function<void(YAML::Node, std::size_t)> set = [&](YAML::Node node, std::size_t i) {
+    if (i + 1 == parts.size()) {
+      node[parts[i]] = value;
+      return;
+    }
+    if (!node[parts[i]] || !node[parts[i]].IsMap()) node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    set(node[parts[i]], i + 1);
+  };
+  set(root, 0);
+}
+
+YAML::Node find_path(const YAML::Node& root, const std::string& dotted) {
+  std::vector<YAML::Node> chain{root};
+  for (const auto& part : split_path(dotted)) {
+    const YAML::Node& node = chain.back();
+    if (!node || !node.IsMap() || !node[part]) return YAML::Node(YAML::NodeType::Undefined);
+    chain.push_back(node[part]);
+  }
+  return chain.back();
+}
+
+SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag) {
+  SweepMatrix m;
+  std::vector<std::size_t> sizes;
+  if (const YAML::Node matrix = root["matrix"]; matrix && matrix.IsMap()) {
+    for (const auto& item : matrix) {
+      const std::string name = item.first.as<std::string>();
+      if (name.empty() || name.front() == '.' || name.back() == '.') {
+        diag.error(item.first, "matrix." + name, "not a configuration key path");
+        continue;
+      }
+      if (!item.second.IsSequence() || item.second.size() == 0) {
+        diag.error(item.second, "matrix." + name, "expected a non-empty list of values");
+        continue;
+      }
+      if (find_axis(m.axes, name) >= 0) diag.error(item.first, "matrix." + name, "the same key twice");
+      m.axes.push_back({name, axis_path(name)});
+      sizes.push_back(item.second.size());
+    }
+  }
+
+  // Every combination, the last axis fastest.
+  std::vector<std::vector<int>> combos{{}};
+  for (const std::size_t size : sizes) {
+    std::vector<std::vector<int>> next;
+    for (const auto& c : combos)
+      for (std::size_t v = 0; v < size; ++v) {
+        next.push_back(c);
+        next.back().push_back(static_cast<int>(v));
+      }
+    combos = std::move(next);
+  }
+  const std::size_t matrix_axes = m.axes.size();
+
+  const YAML::Node exclude = root["exclude"];
+  if (exclude && exclude.IsSequence()) {
+    for (std::size_t e = 0; e < exclude.size(); ++e) {
+      const YAML::Node entry = exclude[e];
+      const std::string where = "exclude[" + std::to_string(e) + "]";
+      if (!entry.IsMap()) {
+        diag.error(entry, where, "expected a mapping of axis: value (or [values])");
+        continue;
+      }
+      std::vector<std::pair<int, YAML::Node>> wanted;
+      bool valid = true;
+      for (const auto& item : entry) {
+        const std::string key = item.first.as<std::string>();
+        const int axis = find_axis(m.axes, key);
+        if (axis < 0) {
+          std::string known;
+          for (const auto& a : m.axes) known += (known.empty() ? "" : ", ") + a.name;
+          diag.error(item.first, where + "." + key, "not a matrix axis; axes: " + (known.empty() ? "none" : known));
+          valid = false;
+          continue;
+        }
+        wanted.emplace_back(axis, item.second);
+      }
+      if (!valid) continue;
+      const YAML::Node matrix = root["matrix"];
+      std::vector<std::vector<int>> kept;
+      for (const auto& c : combos) {
+        bool all = !wanted.empty();
+        for (const auto& [axis, w] : wanted)
+          all = all && matches(w, value_text(matrix[m.axes[axis].name][c[axis]]));
+        if (!all) kept.push_back(c);
+      }
+      combos = std::move(kept);
+    }
+  }
+  std::vector<MatrixPoint> base;
+  for (const auto& c : combos) base.push_back({c, -1, 0, std::nullopt});
+  // An empty matrix is one cell: the base configuration.
+  if (matrix_axes == 0) base.clear(), base.push_back({{}, -1, 0, std::nullopt});
+  if (matrix_axes > 0 && combos.empty() && !root["include"]) diag.error(root["matrix"], "exclude", "excludes every cell");
+
+  if (const YAML::Node include = root["include"]; include && include.IsSequence()) {
+    if (matrix_axes == 0 && include.size() > 0) base.clear();  // only the included cells
+    for (std::size_t i = 0; i < include.size(); ++i) {
+      const YAML::Node entry = include[i];
+      if (!entry.IsMap() || entry.size() == 0) {
+        diag.error(entry, "include[" + std::to_string(i) + "]", "expected a mapping of key: value");
+        continue;
+      }
+      for (const auto& item : entry) {
+        const std::string key = item.first.as<std::string>();
+        if (find_axis(m.axes, key) < 0) m.axes.push_back({key, axis_path(key)});
+      }
+      base.push_back({std::vector<int>(matrix_axes, -1), static_cast<int>(i), 0, std::nullopt});
+    }
+  }
+
+  // repeat: N, or {seeds: [...]}.
+  std::vector<std::optional<std::int64_t>> seeds{std::nullopt};
+  if (const YAML::Node repeat = root["repeat"]) {
+    if (repeat.IsScalar()) {
+      int n = 0;
+      try {
+        n = repeat.as<int>();
+      } catch (const YAML::Exception&) {
+      }
+      if (n < 1)
+        diag.error(repeat, "repeat", "expected a positive integer or {seeds: [...]}, got '" + repeat.Scalar() + "'");
+      else
+        seeds.assign(static_cast<std::size_t>(n), std::nullopt);
+    } else if (repeat.IsMap() && repeat["seeds"] && repeat["seeds"].IsSequence() && repeat.size() == 1 &&
+               repeat["seeds"].size() > 0) {
+      seeds.clear();
+      for (const auto& s : repeat["seeds"]) {
+        try {
+          seeds.push_back(s.as<std::int64_t>());
+        } catch (const YAML::Exception&) {
+          diag.error(s, "repeat.seeds", "expected an integer, got '" + value_text(s) + "'");
+        }
+      }
+    } else {
+      diag.error(repeat, "repeat", "expected a positive integer or {seeds: [s1, s2, ...]}");
+    }
+  }
+  m.repeats = static_cast<int>(std::max<std::size_t>(seeds.size(), 1));
+  if (m.repeats > 1 && find_axis(m.axes, "seed") < 0) m.axes.push_back({"seed", "train.seed"});
+  for (const auto& p : base)
+    for (std::size_t r = 0; r < seeds.size(); ++r) {
+      MatrixPoint point = p;
+      point.repeat = static_cast<int>(r);
+      point.seed = seeds[r];
+      m.points.push_back(point);
+    }
+  return m;
+}
+
+void apply_point(YAML::Node& root, const SweepMatrix& matrix, const MatrixPoint& point) {
+  const YAML::Node values = root["matrix"];
+  for (std::size_t a = 0; a < point.value_index.size(); ++a)
+    if (point.value_index[a] >= 0)
+      set_axis(root, matrix.axes[a].name, values[matrix.axes[a].name][point.value_index[a]]);
+  if (point.include_index >= 0)
+    for (const auto& item : root["include"][point.include_index]) set_axis(root, item.first.as<std::string>(), item.second);
+  if (point.seed) {
+    set_path(root, "train.seed", YAML::Node(*point.seed));
+  } else if (point.repeat > 0) {
+    // repeat: N: the cell's own seed (default 1234, as in the host's schema), plus the repetition.
+    std::int64_t seed = 1234;
+    if (const YAML::Node s = find_path(root, "train.seed"); s && s.IsScalar()) {
+      try {
+        seed = s.as<std::int64_t>();
+      } catch (const YAML::Exception&) {
+      }
+    }
+    set_path(root, "train.seed", YAML::Node(seed + point.repeat));
+  }
+}
+
+}  // namespace gradsweep::experiment

@@ -1,0 +1,395 @@
+#include "experiment/sweep_plan.hpp"
+
+#include "experiment/cell_id.hpp"
+#include "experiment/sweep_matrix.hpp"
+
+#include "config/cell_config.hpp"
+#include "config/option_schema.hpp"
+#include "util/atomic_file.hpp"
+
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace gradsweep::experiment {
+namespace fs = std::filesystem;
+using host::ConfigError;
+using host::Diagnostics;
+using sdk::OptionSpec;
+using sdk::OptionType;
+
+namespace {
+
+const std::vector<OptionSpec> kLauncherSpecs{
+    {"nodes", OptionType::Int, "1", "nodes per cell"},
+    {"ranks_per_node", OptionType::Int, "1", "MPI ranks per node"},
+    {"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"}};
+
+const std::vector<OptionSpec> kSlurmSpecs{
+    {"partition", OptionType::String, "", "sbatch --partition"},
+    {"account", OptionType::String, "", "sbatch --account"},
+    {"time", OptionType::String, "", "sbatch --time, per cell"},
+    {"qos", OptionType::String, "", "sbatch --qos"},
+    {"constraint", OptionType::String, "", "sbatch --constraint"},
+    {"gpus_per_node", OptionType::Int, "0", "sbatch --gpus-per-node"},
+    {"cpus_per_task", OptionType::Int, "0", "sbatch --cpus-per-task"},
+    {"max_concurrent", OptionType::Int, "0", "array tasks running at once (--array=...%N); 0 = no cap"}};
+
+// parse_cell_config reads the cell as emitted text, so its positions are in that text: tag them and
+// point them back at the experiment file through the key each message names.
+constexpr const char* kEmittedName = "<cell>";
+
+std::string location(const std::string& file, const YAML::Node& node) {
+  try {
+    if (node && node.IsDefined()) {
+      const YAML::Mark mark = node.Mark();
+      if (mark.line >= 0) return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+    }
+  } catch (const YAML::Exception&) {
+  }
+  return file;
+}
+
+// The node a key path names in `root`: the key itself for "unknown key" messages, else its value; the
+// nearest existing ancestor when the key is missing.
+YAML::Node node_for_key(const YAML::Node& root, const std::string& key, bool want_key) {
+  std::string path = key;
+  while (!path.empty()) {
+    const auto dot = path.rfind('.');
+    const std::string parent = dot == std::string::npos ? "" : path.substr(0, dot);
+    const std::string leaf = dot == std::string::npos ? path : path.substr(dot + 1);
+    const YAML::Node parent_node = parent.empty() ? root : find_path(root, parent);
+    if (parent_node && parent_node.IsMap())
+      for (const auto& item : parent_node)
+        if (item.first.Scalar() == leaf) return want_key ? item.first : item.second;
+    path = parent;
+  }
+  return root;
+}
+
+std::string relocate(const std::string& problem, const YAML::Node& cell_root, const std::string& file) {
+  static const std::regex with_position("^<cell>(?::\\d+:\\d+)?: ([^ :]+): (.*)$");
+  std::smatch m;
+  if (!std::regex_match(problem, m, with_position)) {
+    if (problem.rfind(kEmittedName, 0) == 0) return file + problem.substr(std::string(kEmittedName).size());
+    return problem;
+  }
+  const std::string key = m[1], message = m[2];
+  const YAML::Node node = node_for_key(cell_root, key, message.rfind("unknown", 0) == 0);
+  return location(file, node) + ": " + key + ": " + message;
+}
+
+std::string available(const host::PluginRegistry& registry, sdk::PluginKind kind) {
+  std::string names;
+  for (const auto& p : registry.plugins())
+    if (p.kind == kind) names += (names.empty() ? "" : ", ") + p.name;
+  return names.empty() ? "none" : names;
+}
+
+std::vector<OptionSpec> specs_of(const host::PluginRecord& record) {
+  return {record.descriptor->options, record.descriptor->options + record.descriptor->option_count};
+}
+
+std::string absolute_text(const fs::path& p) { return fs::absolute(p).lexically_normal().string(); }
+
+struct BuiltCell {
+  PlannedCell cell;
+  std::string yaml;
+};
+
+// Builds one cell; its problems are appended to `problems` (nothing is returned then).
+std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix& matrix, const MatrixPoint& point,
+                                    const host::PluginRegistry& registry, const fs::path& out_dir,
+                                    const fs::path& binary, std::vector<std::string>& problems) {
+  const std::string file = exp.file.string();
+  YAML::Node root = exp.fresh_root();
+  apply_point(root, matrix, point);
+  const YAML::Node launcher_node = root["launcher"];
+  YAML::Node cell_root(YAML::NodeType::Map);
+  for (const auto& item : root) {
+    const std::string key = item.first.Scalar();
+    if (std::find(sweep_keys().begin(), sweep_keys().end(), key) == sweep_keys().end()) cell_root[key] = item.second;
+  }
+
+  Diagnostics diag(file);
+  const sdk::Options launcher = host::resolve_options(launcher_node, "launcher", kLauncherSpecs, {"slurm"}, diag);
+  const YAML::Node slurm_node = launcher_node ? launcher_node["slurm"] : YAML::Node();
+  const sdk::Options slurm = host::resolve_options(slurm_node, "launcher.slurm", kSlurmSpecs, {"extra"}, diag);
+  std::vector<std::string> extra;
+  if (slurm_node && slurm_node.IsMap() && slurm_node["extra"]) {
+    const YAML::Node e = slurm_node["extra"];
+    if (e.IsSequence() && std::all_of(e.begin(), e.end(), [](const YAML::Node& n) { return n.IsScalar(); }))
+      for (const auto& line : e) extra.push_back(line.Scalar());
+    else if (e.IsScalar())
+      extra.push_back(e.Scalar());
+    else
+      diag.error(e, "launcher.slurm.extra", "expected a list of sbatch option lines");
+  }
+  try {
+    diag.throw_if_any();
+  } catch (const ConfigError& e) {
+    problems.insert(problems.end(), e.problems().begin(), e.problems().end());
+  }
+
+  // The host's sections, through the same loader as `gradsweep train`.
+  std::optional<host::CellConfig> config;
+  try {
+    YAML::Emitter emitted;
+    emitted << cell_root;
+    config = host::parse_cell_config(emitted.c_str(), kEmittedName, exp.base_dir);
+  } catch (const ConfigError& e) {
+    for (const auto& p : e.problems()) problems.push_back(relocate(p, cell_root, file));
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    problems.push_back(file + ": " + e.what());
+    return std::nullopt;
+  }
+
+  // Plugins and their options, validated against the nodes of the experiment file itself.
+  Diagnostics plugin_diag(file);
+  std::map<std::string, sdk::Options> plugin_options;
+  for (const auto& [section, kind] :
+       {std::pair{std::string("model"), sdk::PluginKind::Model}, {std::string("strategy"), sdk::PluginKind::Strategy}}) {
+    const std::string& name = section == "model" ? config->model_name : config->strategy_name;
+    const host::PluginRecord* record = registry.try_find(kind, name);
+    if (record == nullptr) {
+      plugin_diag.error(node_for_key(cell_root, section + ".name", false), section + ".name",
+                        "unknown " + section + " plugin '" + name + "'; available: " + available(registry, kind));
+      continue;
+    }
+    plugin_options[section] = host::resolve_options(cell_root[section], section, specs_of(*record), {"name"}, plugin_diag);
+  }
+
+  const int nodes = static_cast<int>(launcher.integer("nodes"));
+  const int per_node = static_cast<int>(launcher.integer("ranks_per_node"));
+  const int world = nodes * per_node;
+  if (nodes < 1) plugin_diag.error(node_for_key(root, "launcher.nodes", false), "launcher.nodes", "must be at least 1");
+  if (per_node < 1)
+    plugin_diag.error(node_for_key(root, "launcher.ranks_per_node", false), "launcher.ranks_per_node", "must be at least 1");
+  // Cells that cannot run, caught here rather than after minutes in a queue. `single` is the one
+  // strategy that refuses more than one rank; a strategy whose server only serves (server_computes:
+  // false) leaves one rank out of the batch split.
+  const YAML::Node ranks_node = node_for_key(root, nodes > 1 ? "launcher.nodes" : "launcher.ranks_per_node", false);
+  if (config->strategy_name == "single" && world > 1)
+    plugin_diag.error(ranks_node, nodes > 1 ? "launcher.nodes" : "launcher.ranks_per_node",
+                      "strategy single runs on one rank, but this cell has nodes x ranks_per_node = " +
+                          std::to_string(nodes) + " x " + std::to_string(per_node) + " = " + std::to_string(world));
+  const auto& strategy_options = plugin_options["strategy"];
+  const bool server_only = strategy_options.has("server_computes") && !strategy_options.flag("server_computes");
+  const int computing = std::max(1, world - (server_only ? 1 : 0));
+  const auto& train = config->train;
+  if (world >= 1) {
+    const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / computing;
+    if (train.micro_batch == 0 && train.batch_size % computing != 0)
+      plugin_diag.error(node_for_key(cell_root, "train.batch_size", false), "train.batch_size",
+                        std::to_string(train.batch_size) + " sequences do not split evenly over the " +
+                            std::to_string(computing) + " computing ranks of this cell");
+    else if (micro > 0 && train.batch_size % (micro * computing) != 0)
+      plugin_diag.error(node_for_key(cell_root, "train.micro_batch", false), "train.micro_batch",
+                        "batch_size " + std::to_string(train.batch_size) + " is not a multiple of micro_batch x ranks = " +
+                            std::to_string(micro) + " x " + std::to_string(computing));
+  }
+  const auto& model_options = plugin_options["model"];
+  if (model_options.has("block_size") && model_options.integer("block_size") > 0 &&
+      train.seq_len > model_options.integer("block_size"))
+    plugin_diag.error(node_for_key(cell_root, "train.seq_len", false), "train.seq_len",
+                      std::to_string(train.seq_len) + " is longer than model.block_size " +
+                          std::to_string(model_options.integer("block_size")));
+  for (const auto& [key, path] : {std::pair{"data.train", config->train_data}, {"data.val", config->val_data}})
+    if (!fs::exists(path))
+      plugin_diag.error(node_for_key(cell_root, key, false), key,
+                        "no such file: " + path.string() + " (relative paths are relative to the experiment file; "
+                        "`gradsweep prepare` makes shards)");
+  try {
+    plugin_diag.throw_if_any();
+  } catch (const ConfigError& e) {
+    problems.insert(problems.end(), e.problems().begin(), e.problems().end());
+    return std::nullopt;
+  }
+  if (!problems.empty()) return std::nullopt;
+
+  // The resolved configuration: what the ranks read, and what the id is a hash of.
+  YAML::Node resolved = config->resolved;
+  resolved["data"]["train"] = absolute_text(config->train_data);
+  resolved["data"]["val"] = absolute_text(config->val_data);
+  const int threads = launcher.integer("threads") > 0 && config->threads == 0
+                          ? static_cast<int>(launcher.integer("threads"))
+                          : static_cast<int>(config->threads);
+  resolved["runtime"]["threads"] = threads;
+  for (const std::string section : {"model", "strategy"}) {
+    YAML::Node s = host::to_yaml(plugin_options[section]);
+    s["name"] = section == "model" ? config->model_name : config->strategy_name;
+    resolved[section] = s;
+  }
+  if (!config->plugin_paths.empty())
+    for (const auto& p : config->plugin_paths) resolved["plugins"]["paths"].push_back(absolute_text(p));
+  nlohmann::json identity{{"cell", canonical_json(resolved)},
+                          {"launcher", {{"nodes", nodes}, {"ranks_per_node", per_node}}}};
+
+  BuiltCell built;
+  PlannedCell& cell = built.cell;
+  cell.config_hash = config_hash(identity);
+  cell.id = cell_id(cell.config_hash);
+  cell.dir = out_dir / "cells" / cell.id;
+  cell.config_file = cell.dir / "cell.yaml";
+  cell.rank_command = {binary.string(), "train", cell.config_file.string(), "--out", cell.dir.string()};
+  cell.nodes = nodes;
+  cell.ranks_per_node = per_node;
+  cell.threads_per_rank = threads;
+  cell.gpus_per_node = static_cast<int>(slurm.integer("gpus_per_node"));
+  cell.time_limit = slurm.text("time");
+  cell.steps = train.steps;
+  cell.slurm = {slurm.text("partition"), slurm.text("account"),    slurm.text("time"),
+                slurm.text("qos"),       slurm.text("constraint"), cell.gpus_per_node,
+                static_cast<int>(slurm.integer("cpus_per_task")), extra,
+                static_cast<int>(slurm.integer("max_concurrent"))};
+  cell.repeat = point.repeat;
+  YAML::Node effective = resolved;
+  effective["launcher"]["nodes"] = nodes;
+  effective["launcher"]["ranks_per_node"] = per_node;
+  effective["launcher"]["threads"] = threads;
+  for (const auto& axis : matrix.axes) {
+    YAML::Node value = find_path(cell_root, axis.path);
+    if (!value) value = find_path(effective, axis.path);
+    cell.axes.emplace_back(axis.name, value_text(value));
+  }
+
+  YAML::Emitter out;
+  out << resolved;
+  std::string header = "# cell " + cell.id + " of experiment " + exp.name + " (" + exp.file.string() + ")";
+  for (const auto& [axis, value] : cell.axes) header += "\n#   " + axis + ": " + value;
+  built.yaml = header + "\n# generated by `gradsweep run`: edit the experiment file, not this one\n" + out.c_str() + "\n";
+  return built;
+}
+
+std::string describe_point(const SweepMatrix& matrix, const ExperimentFile& exp, const MatrixPoint& point) {
+  YAML::Node root = exp.fresh_root();
+  apply_point(root, matrix, point);
+  std::string text;
+  for (const auto& axis : matrix.axes) {
+    const YAML::Node value = find_path(root, axis.path);
+    if (value) text += (text.empty() ? "" : " ") + axis.name + "=" + value_text(value);
+  }
+  return text.empty() ? "the base configuration" : text;
+}
+
+}  // namespace
+
+std::vector<fs::path> experiment_plugin_path(const ExperimentFile& experiment) {
+  std::vector<fs::path> extra;
+  const YAML::Node paths = find_path(experiment.root, "plugins.paths");
+  if (paths && paths.IsSequence())
+    for (const auto& p : paths)
+      if (p.IsScalar()) extra.push_back(fs::path(p.Scalar()).is_absolute() ? fs::path(p.Scalar()) : experiment.base_dir / p.Scalar());
+  return host::PluginRegistry::search_path(extra);
+}
+
+SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir, const host::PluginRegistry& registry,
+                     const fs::path& gradsweep_binary) {
+  Diagnostics diag(experiment.file.string());
+  const SweepMatrix matrix = expand_matrix(experiment.root, diag);
+  diag.throw_if_any();
+
+  SweepPlan plan;
+  plan.name = experiment.name;
+  plan.out_dir = fs::absolute(out_dir).lexically_normal();
+  for (const auto& axis : matrix.axes) plan.axes.push_back(axis.name);
+
+  // A problem in the base shows up in every cell: report each distinct problem once, naming the cell
+  // only when some cells have it and others do not.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::string>> cells_with;
+  std::set<std::string> ids;
+  for (const auto& point : matrix.points) {
+    std::vector<std::string> problems;
+    auto built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, problems);
+    for (const auto& p : problems) {
+      if (!cells_with.count(p)) order.push_back(p);
+      cells_with[p].push_back(describe_point(matrix, experiment, point));
+    }
+    if (!built) continue;
+    if (!ids.insert(built->cell.id).second) {
+      ++plan.duplicates;
+      continue;
+    }
+    plan.cells.push_back(std::move(built->cell));
+    plan.cell_yaml.push_back(std::move(built->yaml));
+  }
+  if (!order.empty()) {
+    std::vector<std::string> problems;
+    for (const auto& p : order) {
+      const auto& cells = cells_with[p];
+      if (cells.size() == matrix.points.size() && matrix.points.size() > 1) {
+        problems.push_back(p);
+      } else {
+        std::string where = " (cell " + cells.front();
+        if (cells.size() > 1) where += ", and " + std::to_string(cells.size() - 1) + " more";
+        problems.push_back(p + where + ")");
+      }
+    }
+    throw ConfigError(problems);
+  }
+  return plan;
+}
+
+void write_plan(const SweepPlan& plan, const std::string& experiment_text) {
+  nlohmann::json cells = nlohmann::json::array();
+  for (std::size_t i = 0; i < plan.cells.size(); ++i) {
+    const PlannedCell& c = plan.cells[i];
+    const fs::path yaml = c.config_file;
+    std::ifstream existing(yaml);
+    std::stringstream old;
+    old << existing.rdbuf();
+    if (!existing || old.str() != plan.cell_yaml[i]) util::write_file_atomically(yaml, plan.cell_yaml[i]);
+    nlohmann::json axes = nlohmann::json::array();
+    for (const auto& [k, v] : c.axes) axes.push_back({k, v});
+    cells.push_back({{"id", c.id},
+                     {"config_hash", c.config_hash},
+                     {"axes", axes},
+                     {"nodes", c.nodes},
+                     {"ranks_per_node", c.ranks_per_node},
+                     {"threads_per_rank", c.threads_per_rank},
+                     {"gpus_per_node", c.gpus_per_node},
+                     {"time_limit", c.time_limit},
+                     {"steps", c.steps},
+                     {"repeat", c.repeat},
+                     {"rank_command", c.rank_command}});
+  }
+  const nlohmann::json j{{"name", plan.name}, {"axes", plan.axes}, {"cells", cells}};
+  util::write_file_atomically(plan.out_dir / "plan.json", j.dump(2) + "\n");
+  util::write_file_atomically(plan.out_dir / "experiment.yaml", experiment_text);
+}
+
+SweepPlan read_plan(const fs::path& out_dir) {
+  const fs::path file = out_dir / "plan.json";
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error(file.string() + ": not found; is " + out_dir.string() + " the output of `gradsweep run`?");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  SweepPlan plan;
+  plan.name = j.at("name");
+  plan.out_dir = fs::absolute(out_dir).lexically_normal();
+  plan.axes = j.at("axes").get<std::vector<std::string>>();
+  for (const auto& c : j.at("cells")) {
+    PlannedCell cell;
+    cell.id = c.at("id");
+    cell.config_hash = c.at("config_hash");
+    cell.dir = plan.out_dir / "cells" / cell.id;
+    cell.config_file = cell.dir / "cell.yaml";
+    for (const auto& a : c.at("axes")) cell.axes.emplace_back(a.at(0), a.at(1));
+    cell.nodes = c.value("nodes", 1);
+    cell.ranks_per_node = c.value("ranks_per_node", 1);
+    cell.threads_per_rank = c.value("threads_per_rank", 0);
+    cell.gpus_per_node = c.value("gpus_per_node", 0);
+    cell.time_limit = c.value("time_limit", "");
+    cell.steps = c.value("steps", 0);
+    cell.repeat = c.value("repeat", 0);
+    cell.rank_command = c.value("rank_command", std::vector<std::string>{});
+    plan.cells.push_back(std::move(cell));
+  }
+  return plan;
+}
+
+}  // namespace gradsweep::experiment

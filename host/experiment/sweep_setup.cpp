@@ -1,0 +1,36 @@
+#include "experiment/sweep_setup.hpp"
+
+#include <unistd.h>
+
+namespace gradsweep::experiment {
+namespace fs = std::filesystem;
+
+fs::path self_executable() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path("gradsweep") : self;
+}
+
+LoadedSweep load_sweep(const fs::path& experiment_file, const std::string& out_dir,
+                       const std::vector<std::string>& overrides) {
+  ExperimentFile experiment = load_experiment_file(experiment_file, overrides);
+  host::PluginRegistry registry;
+  registry.scan(experiment_plugin_path(experiment));
+  const fs::path out = out_dir.empty() ? fs::path("runs") / experiment.name : fs::path(out_dir);
+  SweepPlan plan = plan_sweep(experiment, out, registry, self_executable());
+  return {std::move(experiment), std::move(plan)};
+}
+
+CellStatus current_status(const PlannedCell& cell) {
+  CellStatus status = read_cell_status(cell.dir);
+  if (!status.config_hash.empty() && status.config_hash != cell.config_hash) return CellStatus{};
+  return status;
+}
+
+std::string axes_text(const PlannedCell& cell) {
+  std::string text;
+  for (const auto& [k, v] : cell.axes) text += (text.empty() ? "" : " ") + k + "=" + v;
+  return text;
+}
+
+}  // namespace gradsweep::experiment
