@@ -39,8 +39,16 @@ bool looks_like_error(const std::string& line) {
 std::string last_error_in(const fs::path& file) {
   std::ifstream in(file);
   std::string line, last;
-  while (std::getline(in, line))
-    if (looks_like_error(line)) last = trim(line);
+  bool continues = false;  // "error: configuration error:" says what on the next line
+  while (std::getline(in, line)) {
+    if (continues && !trim(line).empty()) {
+      last += " " + trim(line);
+      continues = false;
+    } else if (looks_like_error(line)) {
+      last = trim(line);
+      continues = !last.empty() && last.back() == ':';
+    }
+  }
   return last;
 }
 

@@ -32,6 +32,8 @@ YAML::Node parse(const std::string& text, const std::string& file, const std::ve
 
 }  // namespace
 
+const std::vector<std::string>& cell_sections() { return kCellSections; }
+
 const std::vector<std::string>& sweep_keys() {
   static const std::vector<std::string> keys{"name", "description", "launcher", "matrix", "exclude", "include", "repeat"};
   return keys;
@@ -71,7 +73,11 @@ ExperimentFile load_experiment_file(const fs::path& file, const std::vector<std:
   for (const char* key : {"exclude", "include"})
     if (const YAML::Node n = exp.root[key]; n && !n.IsNull() && !n.IsSequence())
       diag.error(n, key, "expected a list of mappings (axis: value)");
-  diag.throw_if_any();
+  try {
+    diag.throw_if_any();
+  } catch (const ConfigError& e) {
+    exp.problems = e.problems();
+  }
 
   exp.name = exp.root["name"] ? exp.root["name"].Scalar() : file.stem().string();
   for (const char c : exp.name)

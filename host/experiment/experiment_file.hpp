@@ -29,6 +29,9 @@ struct ExperimentFile {
   std::string text;                // the file as read
   std::vector<std::string> overrides;  // --set, applied to the whole file (matrix.* included)
   YAML::Node root;                 // text parsed, overrides applied
+  // Problems of the file's top level (unknown keys, sections of the wrong shape), reported together
+  // with those of the cells by plan_sweep rather than alone.
+  std::vector<std::string> problems;
 
   // A fresh copy of `root` (parsed again, overrides applied): cells are built by editing it, and the
   // nodes keep their line and column in the file for messages.
@@ -37,8 +40,11 @@ struct ExperimentFile {
 
 // The sweep's own top-level keys, which a cell configuration does not have.
 const std::vector<std::string>& sweep_keys();
+// The sections of a cell configuration.
+const std::vector<std::string>& cell_sections();
 
-// Reads the file and checks its top level; throws host::ConfigError listing every problem.
+// Reads the file and checks its top level (ExperimentFile::problems); throws host::ConfigError only when
+// it cannot be read or parsed.
 ExperimentFile load_experiment_file(const std::filesystem::path& file, const std::vector<std::string>& overrides);
 
 }  // namespace gradsweep::experiment

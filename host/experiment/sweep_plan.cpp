@@ -111,7 +111,8 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
   YAML::Node cell_root(YAML::NodeType::Map);
   for (const auto& item : root) {
     const std::string key = item.first.Scalar();
-    if (std::find(sweep_keys().begin(), sweep_keys().end(), key) == sweep_keys().end()) cell_root[key] = item.second;
+    if (std::find(cell_sections().begin(), cell_sections().end(), key) != cell_sections().end())
+      cell_root[key] = item.second;
   }
 
   Diagnostics diag(file);
@@ -134,6 +135,24 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
     problems.insert(problems.end(), e.problems().begin(), e.problems().end());
   }
 
+  // Plugins and their options, validated against the nodes of the experiment file itself.
+  Diagnostics plugin_diag(file);
+  std::map<std::string, sdk::Options> plugin_options;
+  for (const auto& [section, kind] :
+       {std::pair{std::string("model"), sdk::PluginKind::Model}, {std::string("strategy"), sdk::PluginKind::Strategy}}) {
+    const YAML::Node name_node = find_path(cell_root, section + ".name");
+    const bool default_strategy = section == "strategy" && !cell_root["strategy"];  // single, as in train
+    if (!default_strategy && (!name_node || !name_node.IsScalar())) continue;  // parse_cell_config says so
+    const std::string name = default_strategy ? "single" : name_node.Scalar();
+    const host::PluginRecord* record = registry.try_find(kind, name);
+    if (record == nullptr) {
+      plugin_diag.error(name_node, section + ".name",
+                        "unknown " + section + " plugin '" + name + "'; available: " + available(registry, kind));
+      continue;
+    }
+    plugin_options[section] = host::resolve_options(cell_root[section], section, specs_of(*record), {"name"}, plugin_diag);
+  }
+
   // The host's sections, through the same loader as `gradsweep train`.
   std::optional<host::CellConfig> config;
   try {
@@ -142,25 +161,16 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
     config = host::parse_cell_config(emitted.c_str(), kEmittedName, exp.base_dir);
   } catch (const ConfigError& e) {
     for (const auto& p : e.problems()) problems.push_back(relocate(p, cell_root, file));
-    return std::nullopt;
   } catch (const std::exception& e) {
     problems.push_back(file + ": " + e.what());
-    return std::nullopt;
   }
-
-  // Plugins and their options, validated against the nodes of the experiment file itself.
-  Diagnostics plugin_diag(file);
-  std::map<std::string, sdk::Options> plugin_options;
-  for (const auto& [section, kind] :
-       {std::pair{std::string("model"), sdk::PluginKind::Model}, {std::string("strategy"), sdk::PluginKind::Strategy}}) {
-    const std::string& name = section == "model" ? config->model_name : config->strategy_name;
-    const host::PluginRecord* record = registry.try_find(kind, name);
-    if (record == nullptr) {
-      plugin_diag.error(node_for_key(cell_root, section + ".name", false), section + ".name",
-                        "unknown " + section + " plugin '" + name + "'; available: " + available(registry, kind));
-      continue;
+  if (!config) {
+    try {
+      plugin_diag.throw_if_any();
+    } catch (const ConfigError& e) {
+      problems.insert(problems.end(), e.problems().begin(), e.problems().end());
     }
-    plugin_options[section] = host::resolve_options(cell_root[section], section, specs_of(*record), {"name"}, plugin_diag);
+    return std::nullopt;
   }
 
   const int nodes = static_cast<int>(launcher.integer("nodes"));
@@ -247,7 +257,7 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
                 static_cast<int>(slurm.integer("cpus_per_task")), extra,
                 static_cast<int>(slurm.integer("max_concurrent"))};
   cell.repeat = point.repeat;
-  YAML::Node effective = resolved;
+  YAML::Node effective = YAML::Clone(resolved);  // a copy: assigning a Node would alias it
   effective["launcher"]["nodes"] = nodes;
   effective["launcher"]["ranks_per_node"] = per_node;
   effective["launcher"]["threads"] = threads;
@@ -318,8 +328,8 @@ SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir, 
     plan.cells.push_back(std::move(built->cell));
     plan.cell_yaml.push_back(std::move(built->yaml));
   }
-  if (!order.empty()) {
-    std::vector<std::string> problems;
+  if (!order.empty() || !experiment.problems.empty()) {
+    std::vector<std::string> problems = experiment.problems;
     for (const auto& p : order) {
       const auto& cells = cells_with[p];
       if (cells.size() == matrix.points.size() && matrix.points.size() > 1) {

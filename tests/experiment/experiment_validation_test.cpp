@@ -1,0 +1,124 @@
+// Every problem an experiment file can have is reported before anything runs, all at once, each with
+// file:line:column and the key. The base of every file is test::tiny_experiment: 6 lines, so the lines
+// the tests add start at line 7.
+#include "experiment_test_support.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gradsweep {
+namespace {
+
+using test::has_problem;
+
+std::vector<std::string> problems(const std::string& extra) {
+  return test::plan_problems(test::scratch_dir(), test::tiny_experiment(extra));
+}
+
+#define EXPECT_PROBLEM(list, fragment)                         \
+  EXPECT_TRUE(has_problem(list, fragment)) << "wanted: " << fragment << "\ngot:\n" << [&] { \
+    std::string all;                                           \
+    for (const auto& p : list) all += "  " + p + "\n";         \
+    return all;                                                \
+  }()
+
+TEST(ExperimentValidation, UnknownTopLevelKey) {
+  const auto p = problems("matrx: {strategy: [ring]}\n");
+  EXPECT_PROBLEM(p, "exp.yaml:7:1: matrx: unknown top-level key");
+}
+
+TEST(ExperimentValidation, UnknownKeyInACellSection) {
+  const auto p = problems("eval2: 1\n");
+  EXPECT_PROBLEM(p, "exp.yaml:7:1: eval2: unknown top-level key");
+  const auto q = test::plan_problems(test::scratch_dir(), test::tiny_experiment("") + "checkpoint:\n  evry: 5\n");
+  EXPECT_PROBLEM(q, "exp.yaml:8:3: checkpoint.evry: unknown key");
+}
+
+TEST(ExperimentValidation, WrongTypeFromTheMatrixPointsIntoTheMatrix) {
+  const auto p = problems("matrix:\n  train.steps: [4, many]\n");
+  EXPECT_PROBLEM(p, "exp.yaml:8:20: train.steps: expected an integer, got 'many' (cell train.steps=many)");
+}
+
+TEST(ExperimentValidation, UnknownPluginListsTheAvailableOnes) {
+  const auto p = problems("matrix:\n  strategy: [single, rign]\n");
+  EXPECT_PROBLEM(p, "exp.yaml:8:22: strategy.name: unknown strategy plugin 'rign'; available: ");
+  EXPECT_PROBLEM(p, "ring");
+  const auto q = problems("matrix:\n  model: [gpt3]\n");
+  EXPECT_PROBLEM(q, "exp.yaml:8:11: model.name: unknown model plugin 'gpt3'; available: gpt2, lstm_lm");
+}
+
+TEST(ExperimentValidation, UnknownPluginOption) {
+  const auto p = problems("matrix:\n  strategy: [{name: ps, mdoe: async}]\n");
+  EXPECT_PROBLEM(p, "exp.yaml:8:25: strategy.mdoe: unknown key");
+}
+
+TEST(ExperimentValidation, SingleOnMoreThanOneRankIsImpossible) {
+  const auto p = problems("matrix:\n  nodes: [1, 2]\n");
+  EXPECT_PROBLEM(p, "exp.yaml:8:14: launcher.nodes: strategy single runs on one rank, but this cell has nodes x "
+                    "ranks_per_node = 2 x 1 = 2 (cell nodes=2)");
+  EXPECT_EQ(p.size(), 1u);
+}
+
+TEST(ExperimentValidation, BatchThatDoesNotSplitOverTheRanks) {
+  const auto q = problems("matrix: {strategy: [ring], ranks_per_node: [3]}\n");
+  EXPECT_PROBLEM(q, "exp.yaml:4:31: train.batch_size: 4 sequences do not split evenly over the 3 computing ranks");
+  const auto r = problems("matrix: {strategy: [ring], ranks_per_node: [2], train.micro_batch: [3]}\n");
+  EXPECT_PROBLEM(r, "train.micro_batch: batch_size 4 is not a multiple of micro_batch x ranks = 3 x 2");
+}
+
+TEST(ExperimentValidation, SequenceLongerThanTheModel) {
+  const auto p = problems("matrix: {train.seq_len: [16, 64]}\n");
+  EXPECT_PROBLEM(p, "exp.yaml:7:30: train.seq_len: 64 is longer than model.block_size 32");
+}
+
+TEST(ExperimentValidation, LauncherKeysAndTypes) {
+  const auto p = problems("launcher:\n  nodez: 2\n  ranks_per_node: two\n  slurm: {partiton: gpu, extra: {a: 1}}\n");
+  EXPECT_PROBLEM(p, "exp.yaml:8:3: launcher.nodez: unknown key");
+  EXPECT_PROBLEM(p, "exp.yaml:9:19: launcher.ranks_per_node: expected an integer, got 'two'");
+  EXPECT_PROBLEM(p, "exp.yaml:10:11: launcher.slurm.partiton: unknown key (did you mean 'partition'?)");
+  EXPECT_PROBLEM(p, "launcher.slurm.extra: expected a list of sbatch option lines");
+}
+
+TEST(ExperimentValidation, SweepSectionShapes) {
+  EXPECT_PROBLEM(problems("matrix:\n  strategy: ring\n"), "exp.yaml:8:13: matrix.strategy: expected a non-empty list");
+  EXPECT_PROBLEM(problems("matrix: {strategy: [ring]}\nexclude:\n  - {nodes: 2}\n"),
+                 "exp.yaml:9:6: exclude[0].nodes: not a matrix axis; axes: strategy");
+  EXPECT_PROBLEM(problems("repeat: 0\n"), "exp.yaml:7:9: repeat: expected a positive integer");
+  EXPECT_PROBLEM(problems("repeat: {seeds: [1, x]}\n"), "exp.yaml:7:21: repeat.seeds: expected an integer, got 'x'");
+  EXPECT_PROBLEM(problems("include: {strategy: ring}\n"), "exp.yaml:7:10: include: expected a list of mappings");
+}
+
+TEST(ExperimentValidation, MissingDataRelativeToTheExperimentFile) {
+  const auto dir = test::scratch_dir();
+  std::string text = test::tiny_experiment("");
+  const auto from = text.find("data: {"), to = text.find('\n', from);
+  text.replace(from, to - from, "data: {train: shards/train.bin, val: shards/val.bin}");
+  const auto p = test::plan_problems(dir, text);
+  EXPECT_PROBLEM(p, "exp.yaml:3:15: data.train: no such file: " + (dir / "shards/train.bin").string());
+  test::write_text(dir / "shards/train.bin", "x");
+  test::write_text(dir / "shards/val.bin", "x");
+  EXPECT_TRUE(test::plan_problems(dir, text).empty());
+}
+
+TEST(ExperimentValidation, AllProblemsAtOnce) {
+  const auto p = problems("launcher: {nodez: 1}\nmatrix:\n  strategy: [single, rign]\n  train.lr: [fast]\nbogus: 1\n");
+  EXPECT_PROBLEM(p, "launcher.nodez: unknown key");
+  EXPECT_PROBLEM(p, "strategy.name: unknown strategy plugin 'rign'");
+  EXPECT_PROBLEM(p, "train.lr: expected a number, got 'fast'");
+  EXPECT_PROBLEM(p, "bogus: unknown top-level key");
+}
+
+TEST(ExperimentValidation, CliReportsEveryProblemAndExitsNonZero) {
+  const auto dir = test::scratch_dir();
+  test::write_text(dir / "bad.yaml", test::tiny_experiment("matrix:\n  strategy: [rign]\n  train.steps: [x]\n"));
+  for (const char* cmd : {"plan", "run"}) {
+    const auto r = test::run_command(test::gradsweep(std::string(cmd) + " " + (dir / "bad.yaml").string() + " --out " +
+                                                     (dir / "out").string()));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("bad.yaml:8:14: strategy.name: unknown strategy plugin 'rign'"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("bad.yaml:9:17: train.steps: expected an integer, got 'x'"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "out" / "cells")) << "nothing runs when the file is invalid";
+}
+
+}  // namespace
+}  // namespace gradsweep
