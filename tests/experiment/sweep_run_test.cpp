@@ -195,7 +195,7 @@ TEST_F(SweepRun, InterruptedCellResumesFromItsCheckpoint) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >" + (dir / "driver.log").string() + " 2>&1").c_str(), nullptr);
+    ::execl("/bin/sh", "sh", "-c", ("exec env " + cmd + " >" + (dir / "driver.log").string() + " 2>&1").c_str(), nullptr);
     ::_exit(127);
   }
   // Wait for a checkpoint beyond step 0, then Ctrl-C the driver.
