@@ -70,6 +70,7 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
        << "set output " << quoted(png.string()) << "\n"
        << "set title " << quoted(chart.title) << "\n"
        << "set xlabel " << quoted(chart.xlabel) << "\nset ylabel " << quoted(chart.ylabel) << "\n"
+       << "set termoption noenhanced\n"  // titles are config values: lstm_lm is no subscript
        << "set grid\nset key outside right top\n";
     if (chart.integer_x) gp << "set xtics 1\nset offsets 0.25, 0.25, 0, 0\n";
     gp << "plot ";
