@@ -19,10 +19,10 @@
 //       status.json                ok | failed (+ reason) | timeout | interrupted | running  (cell_status.hpp)
 //       provenance.json            versions, host, CPU/GPU, start and end time (provenance.hpp)
 //       launcher.log               stdout/stderr of the launcher process (mpirun, srun)
-//       rank-<r>.log               each rank's log        \
+//       rank-<r>.log               each rank's log        |
 //       metrics.jsonl              one line per step       |  written by `gradsweep train --out DIR/cells/<id>`
 //       summary.json               present = complete      |  (docs/results.md)
-//       checkpoint/rank-<r>/       resume state           /
+//       checkpoint/rank-<r>/       resume state           |
 //
 // A cell is done when status.json says ok AND its config_hash equals the planned cell's hash: a cell
 // whose configuration changed (a new default, an edited key) is rerun even if its directory says ok.
