@@ -119,13 +119,7 @@ void MpiCommunicator::check_peer(int peer, const std::string& call, const char* 
 }
 
 void MpiCommunicator::on_timeout(const std::string& what, double waited) const {
-  spdlog::error(
-      "{} has waited {:.0f} s (limit {:.0f} s: runtime.comm_timeout, or GRADSWEEP_COMM_TIMEOUT) for other ranks that never joined it: "
-      "ranks calling collectives in a different order or with different sizes, or a rank stuck or dead. "
-      "Ending the job (exit code {})",
-      what, waited, timeout_.limit_seconds(), kTimeoutExitCode);
-  spdlog::default_logger()->flush();
-  mpi::abort_job(kTimeoutExitCode);
+  mpi::end_hung_job(what, waited, timeout_.limit_seconds(), kTimeoutExitCode);
 }
 
 sdk::Status MpiCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept {

@@ -1,6 +1,7 @@
 #include "comm/mpi_runtime.hpp"
 
 #include <mpi.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -96,6 +97,16 @@ void abort_job(int exit_code) noexcept {
   std::fflush(stderr);
   if (active()) MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);  // MPI_Abort does not return; this covers a job MPI never started
+}
+
+void end_hung_job(const std::string& what, double waited, double limit, int exit_code) {
+  spdlog::error(
+      "{} has waited {:.0f} s (limit {:.0f} s: runtime.comm_timeout, or GRADSWEEP_COMM_TIMEOUT) for other ranks "
+      "that never joined it: ranks calling collectives in a different order or with different sizes, or a rank "
+      "stuck or dead. Ending the job (exit code {})",
+      what, waited, limit, exit_code);
+  spdlog::default_logger()->flush();
+  abort_job(exit_code);
 }
 
 }  // namespace gradsweep::host::mpi

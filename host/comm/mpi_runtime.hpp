@@ -31,4 +31,8 @@ std::string error_message(int code);
 // _Exit otherwise. The caller logs why first: the ranks that are killed say nothing. Never returns.
 [[noreturn]] void abort_job(int exit_code) noexcept;
 
+// The watchdog's end of a job (comm/collective_timeout.hpp): logs which call waited how long for ranks
+// that never joined it, then ends every rank with `exit_code`. Shared by the MPI and NCCL backends.
+[[noreturn]] void end_hung_job(const std::string& what, double waited, double limit, int exit_code);
+
 }  // namespace gradsweep::host::mpi
