@@ -20,4 +20,9 @@ const nlohmann::json& machine_provenance();
 // Writes provenance.json with `start` (ISO 8601 UTC) and `end` ("" while the cell runs), atomically.
 void write_provenance(const std::filesystem::path& cell_dir, const std::string& start, const std::string& end);
 
+// The `start` of the cell's provenance.json, "" when there is none. A writer in another process (the Slurm
+// batch script runs `gradsweep cell-provenance DIR --start`, then srun, then `... --end`) keeps no start
+// time of its own: the end call reads it back from the file.
+std::string recorded_start(const std::filesystem::path& cell_dir);
+
 }  // namespace gradsweep::experiment

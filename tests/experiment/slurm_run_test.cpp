@@ -4,6 +4,7 @@
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <fstream>
@@ -13,6 +14,25 @@ namespace {
 namespace fs = std::filesystem;
 
 std::size_t count_lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+// provenance.json as the compute node wrote it (`gradsweep cell-provenance` in the batch script): every
+// field of provenance.hpp, this machine as the host (the test cluster's only node), and both times.
+void expect_complete_provenance(const fs::path& cell) {
+  ASSERT_TRUE(fs::exists(cell / "provenance.json")) << cell << "\n" << read_text(cell / "launcher.log");
+  const nlohmann::json p = nlohmann::json::parse(read_text(cell / "provenance.json"));
+  for (const char* key : {"libtorch", "open_mpi", "nccl", "cuda", "host", "cpu", "gpu", "start", "end"})
+    EXPECT_TRUE(p.contains(key) && p[key].is_string()) << key << " in " << p.dump();
+  ASSERT_TRUE(p.contains("gradsweep")) << p.dump();
+  EXPECT_TRUE(p["gradsweep"]["version"].is_string()) << p.dump();
+  EXPECT_TRUE(p["gradsweep"]["commit"].is_string()) << p.dump();
+  EXPECT_TRUE(p["gradsweep"]["dirty"].is_boolean()) << p.dump();
+  EXPECT_EQ(p.value("host", ""), slurm_cluster()->node()) << p.dump();
+  EXPECT_NE(p.value("open_mpi", "").find("Open MPI"), std::string::npos) << p.dump();
+  const std::string start = p.value("start", ""), end = p.value("end", "");
+  EXPECT_EQ(start.size(), 20u) << p.dump();  // 2025-01-01T12:00:00Z
+  EXPECT_EQ(end.size(), 20u) << p.dump();
+  EXPECT_LE(start, end) << p.dump();         // ISO 8601 UTC strings order like times
+}
 
 TEST(SlurmRun, SweepOfThreeCellsEndsWithEveryCellOkAndAResultsTable) {
   GRADSWEEP_REQUIRE_SLURM();
@@ -43,6 +63,7 @@ TEST(SlurmRun, SweepOfThreeCellsEndsWithEveryCellOkAndAResultsTable) {
     EXPECT_NE(status.find("\"state\": \"ok\""), std::string::npos) << cell.path() << ": " << status;
     EXPECT_NE(status.find("\"launcher\": \"slurm\""), std::string::npos) << status;
     EXPECT_TRUE(fs::exists(cell.path() / "summary.json")) << cell.path();
+    expect_complete_provenance(cell.path());
   }
   EXPECT_EQ(cells, 3u);
   const std::string csv = read_text(out / "results.csv");

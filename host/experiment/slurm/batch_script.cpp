@@ -103,10 +103,15 @@ if [ "$threads" -gt 0 ]; then
 fi
 
 write_status running -1 "slurm job ${job} on $(hostname -s), restart ${restarts}"
+# provenance.json from this node (its host, CPU, GPU, libraries). Its output goes to Slurm's log of the task,
+# not launcher.log, whose error lines explain a failed cell; a failure here must not fail the cell.
+"$gradsweep" cell-provenance "$cell_dir" --start || echo "gradsweep: could not write ${cell_dir}/provenance.json" >&2
 echo "=== gradsweep: slurm job ${job} (restart ${restarts}) on $(hostname -s) at $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "${cell_dir}/launcher.log"
 # Any rank that fails ends the step (--kill-on-bad-exit): the others would wait for it in a collective.
 srun --mpi=pmix --kill-on-bad-exit=1 "$gradsweep" train "${cell_dir}/cell.yaml" --out "$cell_dir" "${thread_args[@]}" >> "${cell_dir}/launcher.log" 2>&1
 rc=$?
+# The end time before the final status: whoever sees the status (the follower, a test) sees it complete.
+"$gradsweep" cell-provenance "$cell_dir" --end || echo "gradsweep: could not write ${cell_dir}/provenance.json" >&2
 if [ "$rc" -eq 0 ] && grep -qs '"status": *"ok"' "${cell_dir}/summary.json"; then
   write_status ok 0 ""
 else

@@ -4,10 +4,11 @@
 // Two files are written side by side in DIR/slurm/:
 //   <name>.sbatch   the batch script: #SBATCH options, then a small bash body
 //   <name>.cells    the array's cells, one line per task index: "<cell id>\t<config hash>\t<cell dir>"
-// Array task i reads line i+1 of the cells file, marks the cell running, runs
+// Array task i reads line i+1 of the cells file, marks the cell running, writes its provenance.json
+// (`gradsweep cell-provenance`, on the compute node), runs
 //   srun --mpi=pmix <gradsweep> train <cell dir>/cell.yaml --out <cell dir> [--set runtime.threads=N]
-// (appending to the cell's launcher.log) and writes the cell's status.json from srun's exit code and
-// summary.json. A requeued task runs the same line again, and `gradsweep train` resumes from the cell's
+// (appending to the cell's launcher.log), records the end time in provenance.json and writes the cell's
+// status.json from srun's exit code and summary.json. A requeued task runs the same line again, and `gradsweep train` resumes from the cell's
 // checkpoint. A task that Slurm kills (scancel, time limit) never reaches the end of the script: the
 // launcher following the array fills in its status from Slurm's accounting (slurm_launcher.hpp).
 //
