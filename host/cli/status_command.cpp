@@ -1,6 +1,7 @@
 #include "cli/status_command.hpp"
 
 #include "experiment/progress_display.hpp"
+#include "experiment/slurm/queue_status.hpp"
 #include "experiment/sweep_setup.hpp"
 
 #include <iostream>
@@ -16,10 +17,18 @@ void register_status_command(CLI::App& app) {
   cmd->add_option("dir", *dir, "Output directory of `gradsweep run`")->required()->check(CLI::ExistingDirectory);
   cmd->callback([dir] {
     const SweepPlan plan = read_plan(*dir);
+    // Cells handed to Slurm that have not written their outcome: status.json alone would say "running"
+    // for a task Slurm has cancelled (queue_status.hpp). Slurm's answer replaces it, and an outcome Slurm
+    // knows for sure is written down.
+    const slurm::QueueStatus slurm = slurm::ask_slurm_about(plan.cells);
+    if (!slurm.problem.empty())
+      std::cerr << "warning: could not ask Slurm about the submitted cells, showing their status.json as written: "
+                << slurm.problem << "\n";
     std::map<std::string, int> counts;
     std::cout << "experiment " << plan.name << " (" << plan.out_dir.string() << ")\n";
     for (const auto& cell : plan.cells) {
-      const CellStatus status = current_status(cell);
+      const auto from_slurm = slurm.cells.find(cell.id);
+      const CellStatus status = from_slurm != slurm.cells.end() ? from_slurm->second : current_status(cell);
       ++counts[to_string(status.state)];
       std::string line = cell.id + "  " + to_string(status.state);
       if (status.state == CellState::Running) {

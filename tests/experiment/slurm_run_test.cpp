@@ -7,7 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <regex>
+#include <thread>
 
 namespace gradsweep::test {
 namespace {
@@ -78,6 +81,74 @@ TEST(SlurmRun, SweepOfThreeCellsEndsWithEveryCellOkAndAResultsTable) {
   EXPECT_EQ(again.output.find("submitted job array"), std::string::npos) << again.output;
   const CommandResult status = run_command(gradsweep_binary().string() + " status " + out.string() + " 2>&1");
   EXPECT_EQ(status.exit_code, 0) << status.output;
+}
+
+// `gradsweep status DIR` after `--no-wait`: nobody follows the jobs, so status asks Slurm. While the tasks
+// are queued it shows Slurm's state and writes nothing; once Slurm has cancelled them (the batch script never
+// wrote an outcome, status.json still says running / pending) it shows and records them as interrupted.
+TEST(SlurmRun, StatusOfANoWaitSweepAsksSlurmAndRecordsACancel) {
+  GRADSWEEP_REQUIRE_SLURM();
+  const fs::path dir = scratch_dir();
+  const fs::path corpus = byte_corpus();
+  // Two cells of one shape, one task at a time (%1): the first runs long, the second waits for it.
+  write_text(dir / "sweep.yaml",
+             "name: slurm-status\n"
+             "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+             "strategy: {name: single}\n"
+             "data: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() + "}\n"
+             "train: {steps: 5000, batch_size: 8, seq_len: 32}\n"
+             "eval: {batches: 2}\n"
+             "metrics: {peak_flops: 1e10}\n"
+             "launcher: {threads: 1, slurm: {max_concurrent: 1}}\n"
+             "matrix: {train.lr: [1e-3, 2e-3]}\n");
+  const fs::path out = dir / "out";
+  const CommandResult submitted = run_command("timeout 60 " + gradsweep_binary().string() + " run " +
+                                              (dir / "sweep.yaml").string() + " --out " + out.string() +
+                                              " --launcher slurm --no-wait 2>&1");
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  const std::string status_command = gradsweep_binary().string() + " status " + out.string() + " 2>&1";
+  auto status_until = [&](const std::regex& wanted, int timeout_s) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    CommandResult r;
+    while (std::chrono::steady_clock::now() < until) {
+      r = run_command(status_command);
+      if (r.exit_code == 0 && std::regex_search(r.output, wanted)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    return r;
+  };
+  // Slurm's view while the jobs are queued: one running, the other pending behind the array's cap.
+  const CommandResult queued = status_until(std::regex("2 cells: 1 pending 1 running"), 90);
+  ASSERT_NE(queued.output.find("2 cells: 1 pending 1 running"), std::string::npos)
+      << queued.output << slurm_cluster()->logs();
+  EXPECT_NE(queued.output.find("JobArrayTaskLimit"), std::string::npos) << queued.output;
+  // Asking writes nothing while the tasks are queued.
+  std::vector<std::string> before;
+  std::string job;
+  for (const auto& cell : fs::directory_iterator(out / "cells")) {
+    before.push_back(read_text(cell.path() / "status.json"));
+    const nlohmann::json s = nlohmann::json::parse(before.back());
+    if (s.value("state", "") == "running") job = s.value("job", "");
+  }
+  ASSERT_FALSE(job.empty()) << queued.output;
+  ASSERT_EQ(run_command(status_command).exit_code, 0);
+  std::size_t i = 0;
+  for (const auto& cell : fs::directory_iterator(out / "cells"))
+    EXPECT_EQ(read_text(cell.path() / "status.json"), before[i++]) << cell.path();
+
+  // Cancel the whole array: the running task is killed before its script can write an outcome.
+  const std::string array_job = job.substr(0, job.find('_'));
+  ASSERT_EQ(run_command("scancel " + array_job).exit_code, 0);
+  const CommandResult ended = status_until(std::regex("2 cells: 2 interrupted"), 60);
+  ASSERT_NE(ended.output.find("2 cells: 2 interrupted"), std::string::npos) << ended.output << slurm_cluster()->logs();
+  EXPECT_NE(ended.output.find("CANCELLED"), std::string::npos) << ended.output;
+  // ... and recorded: status.json says so now, without asking Slurm again.
+  for (const auto& cell : fs::directory_iterator(out / "cells")) {
+    const nlohmann::json s = nlohmann::json::parse(read_text(cell.path() / "status.json"));
+    EXPECT_EQ(s.value("state", ""), "interrupted") << s.dump();
+    EXPECT_NE(s.value("reason", "").find("CANCELLED"), std::string::npos) << s.dump();
+    EXPECT_EQ(s.value("job", "").substr(0, array_job.size()), array_job) << s.dump();
+  }
 }
 
 }  // namespace
