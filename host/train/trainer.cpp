@@ -13,6 +13,7 @@
 #include "train/machine.hpp"
 #include "train/metrics_log.hpp"
 #include "train/model_agreement.hpp"
+#include "train/output_vocabulary.hpp"
 #include "train/rank_report.hpp"
 #include "util/atomic_file.hpp"
 
@@ -24,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 namespace gradsweep::host {
 namespace fs = std::filesystem;
@@ -68,6 +70,9 @@ sdk::RankRole role_of(const StrategyInstance& strategy) {
   if (strategy.record().descriptor->abi_minor >= 1) strategy.call(strategy->role(&role), "role");
   return role;
 }
+
+// Plugins built against SDK 1.2 or later may restrict each step's softmax (Strategy::output_vocabulary).
+bool asks_for_vocabulary(const StrategyInstance& strategy) { return strategy.record().descriptor->abi_minor >= 2; }
 
 // Everything a plugin's context refers to, kept alive as long as the plugin object.
 struct PluginServices {
@@ -124,7 +129,17 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
   for (const data::BatchLoader* l : {&loader, &val_loader}) check_vocabulary(l->shard(), info, config);
   const std::int64_t micro_steps = loader.micro_batches_per_step();
 
-  strategy.call(strategy->setup({params, train.optimizer, micro_steps}), "setup");
+  // A strategy that samples the vocabulary gets the training shard's counts, and each step the whole
+  // global batch (every rank reads it alike: the loader depends only on the step).
+  const bool vocabulary_steps = asks_for_vocabulary(strategy);
+  std::optional<data::BatchLoader> global_loader;
+  torch::Tensor token_counts;
+  if (vocabulary_steps) {
+    global_loader.emplace(data::TokenShard::open(config.train_data),
+                          data::BatchLoaderOptions{train.batch_size, train.seq_len, train.batch_size, 0, 1});
+    token_counts = count_tokens(loader.shard(), info.vocab_size);
+  }
+  strategy.call(strategy->setup({params, train.optimizer, micro_steps, info, token_counts}), "setup");
   sdk::PrecisionPolicy precision;
   strategy.call(strategy->precision(&precision), "precision");
 
@@ -180,6 +195,18 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     StepTimes t;
     const sdk::StepContext ctx{step, learning_rate(step, train.steps, train.warmup_steps, train.optimizer.lr, train.min_lr)};
     strategy.call(strategy->begin_step(ctx), "begin_step");
+    sdk::OutputVocabulary vocabulary;
+    if (vocabulary_steps) {
+      const data::Batch global = global_loader->batch(step, 0);
+      strategy.call(strategy->output_vocabulary({step, global.inputs, global.targets}, &vocabulary),
+                    "output_vocabulary");
+      if (vocabulary.rows.defined()) {
+        if (!info.supports_output_subset)
+          throw ConfigError({config.file + ": strategy '" + config.strategy_name + "' restricts the softmax, but model '" +
+                             config.model_name + "' does not support an output subset"});
+        vocabulary.rows = vocabulary.rows.to(device);
+      }
+    }
     double loss_scale = 1.0;
     strategy.call(strategy->loss_scale(&loss_scale), "loss_scale");
     double loss_sum = 0.0;
@@ -189,10 +216,12 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
       const sdk::Batch batch{b.inputs.to(device), b.targets.to(device)};
       t.data += seconds_since(t0);
       t0 = Clock::now();
+      std::optional<sdk::OutputSubset> subset;
+      if (vocabulary.rows.defined()) subset = restrict_targets(vocabulary, batch.targets, info.vocab_size, step);
       torch::Tensor loss;
       {
         AutocastScope autocast(device.type(), precision.compute_dtype);
-        model.call(model->loss(batch, nullptr, &loss), "loss");
+        model.call(model->loss(batch, subset ? &*subset : nullptr, &loss), "loss");
       }
       loss_sum += loss.item<double>();
       t.forward += seconds_since(t0);

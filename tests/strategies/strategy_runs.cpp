@@ -11,17 +11,31 @@
 namespace gradsweep::test {
 namespace fs = std::filesystem;
 
-std::string name_of(TinyModel model) { return model == TinyModel::Gpt2 ? "gpt2" : "lstm"; }
+std::string name_of(TinyModel model) {
+  switch (model) {
+    case TinyModel::Gpt2: return "gpt2";
+    case TinyModel::Lstm: return "lstm";
+    case TinyModel::LstmWords: return "lstm-words";
+    case TinyModel::BigramWords: return "bigram-words";
+  }
+  return "?";
+}
 
 namespace {
 
 std::string model_section(TinyModel model) {
-  return model == TinyModel::Gpt2 ? "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
-                                  : "model: {name: lstm_lm, preset: lstm-tiny, vocab_size: 257}\n";
+  switch (model) {
+    case TinyModel::Gpt2: return "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n";
+    case TinyModel::Lstm: return "model: {name: lstm_lm, preset: lstm-tiny, vocab_size: 257}\n";
+    case TinyModel::LstmWords:
+      return "model: {name: lstm_lm, preset: lstm-tiny, vocab_size: " + std::to_string(kWordCorpusVocab) + "}\n";
+    case TinyModel::BigramWords: return "model: {name: bigram, vocab_size: " + std::to_string(kWordCorpusVocab) + "}\n";
+  }
+  return {};
 }
 
 fs::path write_cell(const fs::path& dir, TinyModel model, const std::string& strategy, int steps) {
-  const fs::path corpus = byte_corpus();
+  const fs::path corpus = model == TinyModel::LstmWords || model == TinyModel::BigramWords ? word_corpus() : byte_corpus();
   const fs::path file = dir / "cell.yaml";
   write_text(file, model_section(model) + "strategy: {name: " + strategy + "}\n" +
                        "data: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +

@@ -55,13 +55,16 @@ std::string mpirun(int ranks, const std::string& command, const std::string& env
          command;
 }
 
-fs::path byte_corpus() {
-  // Prepared once per build tree; the lock keeps parallel test processes from racing on it.
-  const fs::path dir = build_dir() / "test-data" / "fortunes-byte";
+namespace {
+
+// Prepares the test text with `tokenizer_args` once per build tree, as test-data/<name>; the staging
+// directory and rename keep parallel test processes from racing on it.
+fs::path prepared_corpus(const std::string& name, const std::string& tokenizer_args) {
+  const fs::path dir = build_dir() / "test-data" / name;
   if (fs::exists(dir / "train.bin") && fs::exists(dir / "val.bin")) return dir;
-  const fs::path staging = build_dir() / "test-data" / ("fortunes-byte.staging." + std::to_string(::getpid()));
+  const fs::path staging = build_dir() / "test-data" / (name + ".staging." + std::to_string(::getpid()));
   fs::create_directories(staging);
-  const std::string cmd = gradsweep_binary().string() + " prepare --tokenizer byte --out " + staging.string() +
+  const std::string cmd = gradsweep_binary().string() + " prepare " + tokenizer_args + " --out " + staging.string() +
                           " --input /usr/share/games/fortunes/fortunes /usr/share/games/fortunes/literature "
                           "/usr/share/games/fortunes/science";
   const CommandResult r = run_command(cmd);
@@ -70,6 +73,14 @@ fs::path byte_corpus() {
   fs::rename(staging, dir, ec);  // another process may have won the race: both results are identical
   if (ec) fs::remove_all(staging);
   return dir;
+}
+
+}  // namespace
+
+fs::path byte_corpus() { return prepared_corpus("fortunes-byte", "--tokenizer byte"); }
+
+fs::path word_corpus() {
+  return prepared_corpus("fortunes-word", "--tokenizer word --vocab " + std::to_string(kWordCorpusVocab));
 }
 
 void write_text(const fs::path& path, const std::string& text) {

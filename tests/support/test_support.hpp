@@ -29,6 +29,10 @@ std::string mpirun(int ranks, const std::string& command, const std::string& env
 // Fortunes (Debian package `fortunes`) tokenized at byte level by `gradsweep prepare`, made once and
 // shared: <dir>/train.bin, <dir>/val.bin, vocabulary 257 (256 bytes + end of text).
 std::filesystem::path byte_corpus();
+// The same text at word level, vocabulary 2000 (`--tokenizer word --vocab 2000`): a vocabulary large
+// enough that a step touches only some of its rows.
+inline constexpr int kWordCorpusVocab = 2000;
+std::filesystem::path word_corpus();
 
 void write_text(const std::filesystem::path& path, const std::string& text);
 std::string read_text(const std::filesystem::path& path);

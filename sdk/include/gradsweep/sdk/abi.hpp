@@ -21,7 +21,9 @@
 namespace gradsweep::sdk {
 
 inline constexpr std::uint32_t kAbiMajor = 1;
-inline constexpr std::uint32_t kAbiMinor = 1;  // 1.1: Communicator::with_algorithm, recv_any; Strategy::role
+// 1.1: Communicator::with_algorithm, recv_any; Strategy::role.
+// 1.2: Strategy::output_vocabulary; StrategySetup::model and ::token_counts.
+inline constexpr std::uint32_t kAbiMinor = 2;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 
 enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };

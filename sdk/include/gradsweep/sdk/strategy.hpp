@@ -4,6 +4,7 @@
 // The trainer owns the loop; a strategy is called at fixed points of each step:
 //
 //   begin_step                      before the first micro-batch (zero gradients, start prefetches)
+//   output_vocabulary               the step's global batch; may restrict the softmax (sampled softmax)
 //   [forward, backward] x micro     the trainer runs them, under precision() and scaled by loss_scale()
 //     gradient_ready(i)             during the last micro-batch's backward, as each parameter's gradient
 //                                   is final: start communicating it (overlap with the rest of backward)
@@ -48,6 +49,11 @@ struct StrategySetup {
   std::vector<Parameter> parameters;
   OptimizerSpec optimizer;
   std::int64_t micro_batches_per_step = 1;
+  // ---- ABI 1.2 (appended: plugins built against 1.0/1.1 read only the fields above) ----
+  ModelInfo model;
+  // How often each token id occurs in the training shard, (vocab_size,) int64 on the CPU: what a
+  // strategy that samples the vocabulary draws its unigram distribution from.
+  torch::Tensor token_counts;
 };
 
 struct StepContext {
@@ -59,6 +65,22 @@ struct StepContext {
 // trainer then runs no forward/backward there and splits each global batch over the computing ranks only.
 struct RankRole {
   bool computes = true;
+};
+
+// A step's whole global batch (every rank's part), on the CPU and identical on every rank, so a strategy
+// can derive per-step choices from it that agree across ranks without a message.
+struct StepBatch {
+  std::int64_t step = 0;
+  torch::Tensor inputs;   // (G, T) int64
+  torch::Tensor targets;  // (G, T) int64
+};
+
+// The vocabulary rows the output softmax is restricted to for a step (sampled softmax). `rows` undefined
+// means the full softmax. `log_q`, when defined, is subtracted from the logits of `rows` (see OutputSubset).
+// The trainer re-indexes each micro-batch's targets into `rows`, which must therefore contain them all.
+struct OutputVocabulary {
+  torch::Tensor rows;   // (S,) int64, distinct ids
+  torch::Tensor log_q;  // (S,) float, or undefined
 };
 
 struct StepResult {
@@ -79,6 +101,10 @@ class StrategyAbi {
   virtual Status load_state(torch::serialize::InputArchive& archive) noexcept = 0;
   // ---- ABI 1.1 (the host calls it only on plugins built against 1.1 or later) ----
   virtual Status role(RankRole* out) noexcept = 0;
+  // ---- ABI 1.2 ----
+  // Called after begin_step with the step's global batch; the answer restricts this step's training
+  // loss (never evaluation) to some vocabulary rows.
+  virtual Status output_vocabulary(const StepBatch& batch, OutputVocabulary* out) noexcept = 0;
 
  protected:
   ~StrategyAbi() = default;
@@ -100,6 +126,7 @@ class Strategy : public StrategyAbi {
   virtual void save(torch::serialize::OutputArchive& archive) = 0;
   virtual void load(torch::serialize::InputArchive& archive) = 0;
   virtual RankRole rank_role() { return {}; }
+  virtual OutputVocabulary step_vocabulary(const StepBatch& /*batch*/) { return {}; }
 
   const PluginContext& context() const { return context_; }
 
@@ -133,6 +160,9 @@ class Strategy : public StrategyAbi {
   }
   Status role(RankRole* out) noexcept final {
     return guard([&] { *out = rank_role(); });
+  }
+  Status output_vocabulary(const StepBatch& batch, OutputVocabulary* out) noexcept final {
+    return guard([&] { *out = step_vocabulary(batch); });
   }
 
   PluginContext context_;

@@ -1,0 +1,48 @@
+#include "train/output_vocabulary.hpp"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace gradsweep::host {
+
+torch::Tensor count_tokens(const data::TokenShard& shard, std::int64_t vocab_size, std::int64_t limit) {
+  // uint16 ids are widened once; bincount is a single pass.
+  const std::int64_t n = std::min(static_cast<std::int64_t>(shard.size()), limit);
+  const auto ids = torch::from_blob(const_cast<std::uint16_t*>(shard.tokens()), {n}, torch::kInt16)
+                       .to(torch::kInt32)
+                       .bitwise_and(0xffff)
+                       .to(torch::kLong);
+  return torch::bincount(ids, /*weights=*/{}, vocab_size).narrow(0, 0, vocab_size).contiguous();
+}
+
+sdk::OutputSubset restrict_targets(const sdk::OutputVocabulary& vocabulary, const torch::Tensor& targets,
+                                   std::int64_t vocab_size, std::int64_t step) {
+  const std::string where = "step " + std::to_string(step) + ": the strategy's output vocabulary ";
+  const torch::Tensor& rows = vocabulary.rows;
+  if (rows.dim() != 1 || rows.scalar_type() != torch::kLong)
+    throw std::runtime_error(where + "must be a 1-D int64 tensor of token ids");
+  const torch::Tensor cpu_rows = rows.cpu();
+  if (cpu_rows.numel() > 0 && (cpu_rows.min().item<std::int64_t>() < 0 || cpu_rows.max().item<std::int64_t>() >= vocab_size))
+    throw std::runtime_error(where + "holds an id outside [0, " + std::to_string(vocab_size) + ")");
+  // position[id] = index of id in rows, or -1.
+  torch::Tensor position = torch::full({vocab_size}, -1, torch::kLong);
+  position.index_put_({cpu_rows}, torch::arange(cpu_rows.numel(), torch::kLong));
+  if ((position >= 0).sum().item<std::int64_t>() != cpu_rows.numel())
+    throw std::runtime_error(where + "lists an id twice");
+  const torch::Tensor local = position.index({targets.cpu()});
+  const torch::Tensor missing = (local < 0).nonzero();
+  if (missing.numel() > 0) {
+    const auto id = targets.cpu().flatten()[(local.flatten() < 0).nonzero()[0][0]].item<std::int64_t>();
+    throw std::runtime_error(where + "lacks target id " + std::to_string(id) + " (it must contain every target)");
+  }
+  sdk::OutputSubset subset;
+  subset.rows = rows;
+  subset.targets = local.to(targets.device());
+  if (vocabulary.log_q.defined()) subset.log_q = vocabulary.log_q.to(rows.device());
+  return subset;
+}
+
+}  // namespace gradsweep::host

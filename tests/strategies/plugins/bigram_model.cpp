@@ -1,0 +1,49 @@
+// A test model plugin whose softmax cannot be restricted (ModelInfo::supports_output_subset false): a
+// bigram table, logits = table[input]. Strategies that sample the vocabulary must refuse it clearly.
+#include <gradsweep/sdk/plugin.hpp>
+
+#include <torch/torch.h>
+
+#include <array>
+#include <vector>
+
+namespace {
+
+constexpr std::array<gradsweep::sdk::OptionSpec, 1> kOptions{{
+    {"vocab_size", gradsweep::sdk::OptionType::Int, "257", "number of token ids"},
+}};
+
+class BigramModel final : public gradsweep::sdk::Model {
+ public:
+  explicit BigramModel(const gradsweep::sdk::PluginContext& context)
+      : Model(context),
+        vocab_(context.options.integer("vocab_size")),
+        table_(torch::zeros({vocab_, vocab_}, torch::requires_grad())) {}
+
+ protected:
+  gradsweep::sdk::ModelInfo describe() override {
+    gradsweep::sdk::ModelInfo info;
+    info.architecture = "bigram";
+    info.vocab_size = vocab_;
+    info.num_parameters = table_.numel();
+    info.supports_output_subset = false;
+    return info;
+  }
+  std::vector<gradsweep::sdk::Parameter> named_parameters() override { return {{"table", table_, true}}; }
+  torch::Tensor compute_loss(const gradsweep::sdk::Batch& batch, const gradsweep::sdk::OutputSubset* subset) override {
+    if (subset != nullptr) throw gradsweep::sdk::Error("bigram: no output subset");
+    const auto logits = table_.index_select(0, batch.inputs.flatten());
+    return torch::nn::functional::cross_entropy(logits, batch.targets.flatten());
+  }
+  double training_flops_per_token(std::int64_t) override { return 6.0 * static_cast<double>(vocab_); }
+  void train_mode(bool) override {}
+
+ private:
+  std::int64_t vocab_;
+  torch::Tensor table_;
+};
+
+}  // namespace
+
+GRADSWEEP_MODEL_PLUGIN("bigram", "1.0.0", "test model: a bigram table without output restriction", BigramModel,
+                       kOptions)
