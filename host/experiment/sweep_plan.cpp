@@ -7,6 +7,7 @@
 #include "config/option_schema.hpp"
 #include "util/atomic_file.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -22,6 +23,22 @@ using sdk::OptionSpec;
 using sdk::OptionType;
 
 namespace {
+
+// A strategy or model axis whose cells give the plugin options ({name: sampled, transport: ps}) is
+// labelled with them, "sampled(transport=ps)": otherwise two cells of one plugin would read alike in
+// the plan, results.csv and the plots. Options that are axes of their own are shown there instead.
+std::string plugin_options_label(const std::string& axis, const YAML::Node& cell_root, const std::vector<Axis>& axes) {
+  if (axis != "strategy" && axis != "model") return "";
+  const YAML::Node section = cell_root[axis];
+  if (!section || !section.IsMap()) return "";
+  std::string options;
+  for (const auto& item : section) {
+    const std::string key = item.first.as<std::string>();
+    const bool own_axis = std::any_of(axes.begin(), axes.end(), [&](const Axis& a) { return a.path == axis + "." + key; });
+    if (key != "name" && !own_axis) options += (options.empty() ? "" : ",") + key + "=" + value_text(item.second);
+  }
+  return options.empty() ? "" : "(" + options + ")";
+}
 
 const std::vector<OptionSpec> kLauncherSpecs{
     {"nodes", OptionType::Int, "1", "nodes per cell"},
@@ -264,7 +281,7 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
   for (const auto& axis : matrix.axes) {
     YAML::Node value = find_path(cell_root, axis.path);
     if (!value) value = find_path(effective, axis.path);
-    cell.axes.emplace_back(axis.name, value_text(value));
+    cell.axes.emplace_back(axis.name, value_text(value) + plugin_options_label(axis.name, cell_root, matrix.axes));
   }
 
   YAML::Emitter out;

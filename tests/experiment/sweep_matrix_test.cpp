@@ -53,6 +53,18 @@ TEST(SweepMatrix, ExcludeDropsMatchingCombinationsIncludeAddsCells) {
   EXPECT_EQ(rows[5], "strategy=ps ranks_per_node=2 strategy.mode=async");
 }
 
+TEST(SweepMatrix, PluginSectionsGivenAsMappingsAreLabelledWithTheirOptions) {
+  // Two cells of one strategy with different options must not read alike in the plan and results.
+  const auto plan = test::plan_text(test::scratch_dir(), test::tiny_experiment(
+      "matrix:\n  strategy: [ring, {name: ps, mode: async}, {name: ps, mode: sync, server_computes: false}]\n"
+      "  ranks_per_node: [2]\n"));
+  const auto rows = axis_rows(plan);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0], "strategy=ring ranks_per_node=2");
+  EXPECT_EQ(rows[1], "strategy=ps(mode=async) ranks_per_node=2");
+  EXPECT_EQ(rows[2], "strategy=ps(mode=sync,server_computes=false) ranks_per_node=2");
+}
+
 TEST(SweepMatrix, RepeatRunsEachCellWithSuccessiveOrGivenSeeds) {
   const auto dir = test::scratch_dir();
   const auto plan = test::plan_text(dir, test::tiny_experiment("matrix: {strategy: [single]}\nrepeat: 3\n"));
