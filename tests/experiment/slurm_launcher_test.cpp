@@ -239,11 +239,24 @@ TEST(SlurmLauncher, AFailingCellSaysWhyAndFailFastCancelsTheRest) {
 
 TEST(SlurmLauncher, RequeuedTaskResumesFromTheCheckpoint) {
   GRADSWEEP_REQUIRE_SLURM();
-  // Known flake, not yet understood: on a loaded machine `scontrol requeue` sometimes leaves the job
-  // FAILED (NonZeroExitCode) instead of pending again (2 of 5 runs in a full parallel ctest). Until it is,
-  // this runs on request; the cancelled-task test below covers resuming from the checkpoint.
+  // Runs on request only: it fails about 1 run in 5 on a loaded machine, for two causes found so far.
+  //  1. The ranks resume from different steps and hang (seen: rank 0 "resumed ... at step 8", rank 1 "at
+  //     step 10", then no progress). Each rank writes its own checkpoint/rank-<r>/ (host/train/checkpoint.hpp)
+  //     and loads its own newest one without agreeing with the others; a requeue that kills the ranks
+  //     between their saves of step K leaves rank-<r> directories of different steps. A product bug (any
+  //     multi-rank cell killed mid-save resumes inconsistently), to be fixed in host/train: keep the previous
+  //     checkpoint and resume all ranks from the newest step every rank has.
+  //  2. The job ends FAILED (NonZeroExitCode) with the first run's "srun: error: ... Terminated" and never
+  //     runs again. release_requeued() below lifts Slurm's hold on the requeued job at once (StartTime=now);
+  //     Slurm sets that hold (BeginTime = requeue + credential lifetime, batch_requeue_fini() in slurmctld's
+  //     job_mgr.c) so that the old run's messages and credentials clear first. Without accounting storage
+  //     (this cluster has no slurmdbd) slurmctld does not drop a late REQUEST_COMPLETE_BATCH_SCRIPT, and on
+  //     a one-node cluster its batch-host check cannot tell the old run's from the new one's, so the old
+  //     script's exit code can end the new run (or the new launch credential falls in the revoke's second).
+  //     Likely, from Slurm's code and the logs; not yet proven with a captured slurmctld log.
+  // The cancelled-task test below covers resuming from the checkpoint (one rank).
   if (std::getenv("GRADSWEEP_TEST_SLURM_REQUEUE") == nullptr)
-    GTEST_SKIP() << "set GRADSWEEP_TEST_SLURM_REQUEUE=1 to run (known flake under load, see the comment)";
+    GTEST_SKIP() << "set GRADSWEEP_TEST_SLURM_REQUEUE=1 to run (fails under load: ranks resume from different checkpoint steps; see the comment)";
   const fs::path out = test::scratch_dir();
   const PlannedCell cell = make_cell(out, "requeued", "ring", 2, 60);
   std::ostringstream messages;
