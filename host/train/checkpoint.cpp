@@ -8,8 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <mutex>
+#include <stdexcept>
+#include <vector>
 
 namespace gradsweep::host {
 namespace fs = std::filesystem;
@@ -17,6 +20,38 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path rank_dir(const fs::path& dir, int rank) { return dir / ("rank-" + std::to_string(rank)); }
+fs::path step_dir(const fs::path& dir, int rank, std::int64_t step) {
+  return rank_dir(dir, rank) / ("step-" + std::to_string(step));
+}
+
+// The steps this rank holds a complete checkpoint of (state.json is written last), newest first.
+std::vector<std::int64_t> saved_steps(const fs::path& dir, int rank) {
+  std::vector<std::int64_t> steps;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(rank_dir(dir, rank), ec)) {
+    const std::string name = entry.path().filename().string();
+    // step-<N> only: a step-<N>.staging left by a kill mid-save is not a checkpoint.
+    if (name.rfind("step-", 0) != 0 || name.find('.') != std::string::npos || !fs::exists(entry.path() / "state.json"))
+      continue;
+    try {
+      steps.push_back(std::stoll(name.substr(5)));
+    } catch (const std::exception&) {  // a stray name: not ours
+    }
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  return steps;
+}
+
+// One value per rank, gathered on every rank (checkpoint bookkeeping only: not counted as traffic).
+std::vector<std::int64_t> gather_from_ranks(HostCommunicator& comm, std::int64_t value) {
+  torch::Tensor all = torch::zeros({comm.size()}, torch::kLong);
+  all[comm.rank()] = value;
+  if (comm.size() > 1) {
+    sdk::check(comm.allreduce(all, sdk::ReduceOp::Sum));
+    comm.take_stats();
+  }
+  return {all.data_ptr<std::int64_t>(), all.data_ptr<std::int64_t>() + all.numel()};
+}
 
 torch::Tensor cpu_rng_state() {
   auto gen = at::detail::getDefaultCPUGenerator();
@@ -34,7 +69,7 @@ void set_cpu_rng_state(const torch::Tensor& state) {
 
 void save_checkpoint(const fs::path& dir, int rank, std::int64_t next_step, ModelInstance& model,
                      StrategyInstance& strategy) {
-  const fs::path target = rank_dir(dir, rank);
+  const fs::path target = step_dir(dir, rank, next_step);
   const fs::path staged = target.string() + ".staging";
   fs::remove_all(staged);
   fs::create_directories(staged);
@@ -55,12 +90,27 @@ void save_checkpoint(const fs::path& dir, int rank, std::int64_t next_step, Mode
 
   util::write_file_atomically(staged / "state.json", nlohmann::json{{"next_step", next_step}}.dump());
   util::replace_directory(staged, target);
+  // Keep this one and the one before: another rank may not have finished saving this step.
+  const auto steps = saved_steps(dir, rank);
+  for (std::size_t i = 2; i < steps.size(); ++i) fs::remove_all(step_dir(dir, rank, steps[i]));
 }
 
-std::optional<std::int64_t> load_checkpoint(const fs::path& dir, int rank, ModelInstance& model,
+std::optional<std::int64_t> load_checkpoint(const fs::path& dir, HostCommunicator& comm, ModelInstance& model,
                                             StrategyInstance& strategy) {
-  const fs::path source = rank_dir(dir, rank);
-  if (!fs::exists(source / "state.json")) return std::nullopt;
+  const int rank = comm.rank();
+  const auto mine = saved_steps(dir, rank);
+  // The newest step every rank holds is the smallest of the ranks' newest (-1: none).
+  const auto newest = gather_from_ranks(comm, mine.empty() ? -1 : mine.front());
+  const std::int64_t step = *std::min_element(newest.begin(), newest.end());
+  if (step < 0) return std::nullopt;
+  const auto holds = gather_from_ranks(comm, std::find(mine.begin(), mine.end(), step) != mine.end() ? 1 : 0);
+  if (std::find(holds.begin(), holds.end(), 0) != holds.end()) {
+    std::string steps;
+    for (std::size_t r = 0; r < newest.size(); ++r) steps += (r ? ", " : "") + std::to_string(newest[r]);
+    throw std::runtime_error(dir.string() + ": the ranks' checkpoints have no step in common (newest per rank: " +
+                             steps + "); delete the directory to start the cell again");
+  }
+  const fs::path source = step_dir(dir, rank, step);
   nlohmann::json state;
   std::ifstream(source / "state.json") >> state;
 

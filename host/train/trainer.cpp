@@ -156,7 +156,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
   const fs::path checkpoint_dir = request.out_dir / "checkpoint";
   std::int64_t start_step = 0;
   if (request.resume)
-    if (auto step = load_checkpoint(checkpoint_dir, rank, model, strategy)) {
+    if (auto step = load_checkpoint(checkpoint_dir, comm, model, strategy)) {
       start_step = *step;
       spdlog::info("resumed from {} at step {}", checkpoint_dir.string(), start_step);
     }

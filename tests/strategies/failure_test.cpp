@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <regex>
+#include <sstream>
 
 namespace gradsweep::test {
 namespace {
@@ -89,6 +90,38 @@ TEST(RankHangs, ConfiguredCommTimeoutEndsTheJob) {
   EXPECT_LT(end.seconds, 45.0) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex("on rank 0 of 2 has waited [0-9]+ s \\(limit 3 s")))
       << r.output;
+}
+
+// Each rank saves its own checkpoint; a job killed while saving can leave rank 0 with step 8 and rank 1
+// still at step 4. The ranks must resume together from step 4, and the run then ends as if never cut.
+TEST(Resume, RanksHoldingDifferentCheckpointsResumeFromTheNewestStepAllHold) {
+  const fs::path dir = scratch_dir();
+  const std::string config = cell(dir, "c.yaml", "", 12);
+  const auto train = [&](const std::string& out, const std::string& extra) {
+    return run_command(mpirun(2, gradsweep_binary().string() + " train " + config + " --out " + (dir / out).string() +
+                                     " --set checkpoint.every=4" + extra, "", 120));
+  };
+  const auto losses = [&](const std::string& out) {
+    std::vector<double> values;
+    std::istringstream lines(read_text(dir / out / "metrics.jsonl"));
+    for (std::string line; std::getline(lines, line);) values.push_back(nlohmann::json::parse(line).at("loss"));
+    return values;
+  };
+  const auto whole = train("whole", "");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const auto cut = train("resumed", " --stop-after 10");  // both ranks hold steps 4 and 8
+  ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  const fs::path checkpoints = dir / "resumed" / "checkpoint";
+  ASSERT_TRUE(fs::exists(checkpoints / "rank-1" / "step-8" / "state.json"));
+  fs::remove_all(checkpoints / "rank-1" / "step-8");  // as if rank 1 died saving step 8
+  fs::create_directories(checkpoints / "rank-1" / "step-8.staging");
+  const auto resumed = train("resumed", "");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(read_text(dir / "resumed" / "rank-0.log").find("at step 4"), std::string::npos) << resumed.output;
+  EXPECT_EQ(losses("resumed"), losses("whole"));  // bit for bit
+  // Each rank keeps its two newest checkpoints only.
+  EXPECT_TRUE(fs::exists(checkpoints / "rank-0" / "step-12") && fs::exists(checkpoints / "rank-0" / "step-8"));
+  EXPECT_FALSE(fs::exists(checkpoints / "rank-0" / "step-4"));
 }
 
 }  // namespace
