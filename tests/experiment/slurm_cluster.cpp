@@ -171,6 +171,11 @@ void SlurmCluster::write_config(int ctld_port, int slurmd_port, int cpus) {
   fs::create_directories(d / "state");
   fs::create_directories(d / "spool");
   fs::create_directories(d / "munge");
+  // TmpFS: srun --mpi=pmix makes <TmpFS>/spmix_appdir_<uid>_<job>.<step> per step, /tmp by default. Every
+  // test cluster numbers its jobs from 1, so a directory left by a step that was killed hard (a test ended by
+  // ctest's timeout) made the next cluster's step 1.0 fail to launch ("File exists"). Here it goes away with
+  // the cluster's directory.
+  fs::create_directories(d / "tmp");
   fs::permissions(d / "munge", fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   // A key of our own: the tests do not depend on (or touch) /etc/munge, and every daemon here shares it.
   {
@@ -200,6 +205,7 @@ void SlurmCluster::write_config(int ctld_port, int slurmd_port, int cpus) {
        << "SelectType=select/cons_tres\n"
        << "SelectTypeParameters=CR_Core\n"
        << "MpiDefault=none\n"
+       << "TmpFS=" << (d / "tmp").string() << "\n"
        << "ReturnToService=2\n"
        // Ended jobs stay visible to scontrol (no accounting database here) for the launcher to read.
        << "MinJobAge=600\n"
