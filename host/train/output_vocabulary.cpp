@@ -32,10 +32,11 @@ sdk::OutputSubset restrict_targets(const sdk::OutputVocabulary& vocabulary, cons
   position.index_put_({cpu_rows}, torch::arange(cpu_rows.numel(), torch::kLong));
   if ((position >= 0).sum().item<std::int64_t>() != cpu_rows.numel())
     throw std::runtime_error(where + "lists an id twice");
-  const torch::Tensor local = position.index({targets.cpu()});
-  const torch::Tensor missing = (local < 0).nonzero();
+  const torch::Tensor cpu_targets = targets.cpu();
+  const torch::Tensor local = position.index({cpu_targets});
+  const torch::Tensor missing = (local.flatten() < 0).nonzero();
   if (missing.numel() > 0) {
-    const auto id = targets.cpu().flatten()[(local.flatten() < 0).nonzero()[0][0]].item<std::int64_t>();
+    const auto id = cpu_targets.flatten()[missing[0][0]].item<std::int64_t>();
     throw std::runtime_error(where + "lacks target id " + std::to_string(id) + " (it must contain every target)");
   }
   sdk::OutputSubset subset;

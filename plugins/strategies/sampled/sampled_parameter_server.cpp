@@ -26,9 +26,6 @@ void SampledStrategy::push() {
 sdk::StepResult SampledStrategy::serve(const sdk::StepContext& step) {
   torch::Tensor incoming = torch::empty_like(grads_);
   double staleness_sum = 0, staleness_max = 0;
-  auto receive = [&](int worker) {  // after its header: check it, then take the body
-    sdk::check(comm_.recv(incoming, worker, kPush));
-  };
   auto check_header = [&](const torch::Tensor& header, int worker) {
     const auto pushed = static_cast<std::int64_t>(header[0].item<double>());
     if (pushed != step_)
@@ -46,7 +43,7 @@ sdk::StepResult SampledStrategy::serve(const sdk::StepContext& step) {
       torch::Tensor header = torch::zeros({2}, torch::kDouble);
       sdk::check(comm_.recv(header, w, kPushHeader));
       check_header(header, w);
-      receive(w);
+      sdk::check(comm_.recv(incoming, w, kPush));
       grads_.add_(incoming);
     }
     result = apply(grads_, static_cast<double>(comm_.size()), step);
@@ -59,7 +56,7 @@ sdk::StepResult SampledStrategy::serve(const sdk::StepContext& step) {
       int worker = -1;
       sdk::check(comm_.recv_any(header, kPushHeader, &worker));
       check_header(header, worker);
-      receive(worker);
+      sdk::check(comm_.recv(incoming, worker, kPush));
       result = apply(incoming, 1, step);
       reply(worker, result);
     }
