@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
+  ccache                                      # repeated builds (CI, worktrees, clean clones) reuse objects
   libtorch-dev libopenblas0-pthread           # LibTorch 1.13 (CPU) + a fast BLAS for it
   libopenmpi-dev openmpi-bin                  # launch, bootstrap, CPU collectives
   libyaml-cpp-dev libspdlog-dev libfmt-dev

@@ -7,7 +7,7 @@
 # Running it again resumes: finished cells are skipped (GRADSWEEP_FORCE=1 reruns them all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/build.sh
+./scripts/build.sh gradsweep gradsweep_plugins   # only what the sweep runs, not the test binaries
 out=${GRADSWEEP_OUT:-runs/quickstart}
 data=data/fortunes-byte
 if [ ! -f "$data/train.bin" ]; then
