@@ -3,8 +3,11 @@
 #include "train/machine.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 namespace gradsweep::host {
 namespace fs = std::filesystem;
@@ -68,9 +71,21 @@ MetricsLog::MetricsLog(const fs::path& path, bool enabled, std::int64_t start_st
       }
     }
   }
+  path_ = path;
   out_.open(path, std::ios::trunc);
   out_ << kept;
+  flush_or_throw();
+}
+
+void MetricsLog::flush_or_throw() {
+  errno = 0;
   out_.flush();
+  if (out_) return;
+  // A full disk would otherwise drop every later line without a word.
+  const int error = errno;
+  throw std::runtime_error((error == ENOSPC || error == EDQUOT ? "no space left writing " : "cannot write ") +
+                           path_.filename().string() + " in " + path_.parent_path().string() +
+                           (error != 0 ? std::string(": ") + std::strerror(error) : std::string()));
 }
 
 void MetricsLog::write(const StepRecord& r) {
@@ -105,7 +120,7 @@ void MetricsLog::write(const StepRecord& r) {
       j["ranks"]["comm_busy_s"].push_back(k.comm.seconds);
     }
   out_ << j.dump() << '\n';
-  out_.flush();
+  flush_or_throw();
 }
 
 nlohmann::json yaml_to_json(const YAML::Node& node) {

@@ -74,9 +74,12 @@ class MetricsLog {
   // Only `enabled` (rank 0) writes. Resuming at `start_step` > 0 keeps the records of earlier steps and
   // drops any later ones left by the interrupted run, so every step appears exactly once.
   MetricsLog(const std::filesystem::path& path, bool enabled, std::int64_t start_step);
+  // Throws "no space left writing metrics.jsonl in DIR" (or "cannot write ...") when a line cannot be written.
   void write(const StepRecord& record);
 
  private:
+  void flush_or_throw();
+  std::filesystem::path path_;
   std::ofstream out_;
 };
 
