@@ -187,8 +187,11 @@ nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_
                                    t.comm_busy, 0, static_cast<std::uint64_t>(t.payload_bytes), t.comm_blocked})},
       {"skipped_updates", t.skipped_updates},
       {"flops_per_token", f.flops_per_token},
-      {"peak_flops_per_rank", f.peak_flops},
+      {"peak_flops_per_rank", f.peak.per_rank},
+      {"peak_flops_precision", f.peak.precision},
+      {"peak_flops_source", f.peak.source},
       {"mfu", t.mfu},
+      {"mfu_flag", mfu_flag(t.mfu)},
       {"peak_rss_mb", peak_rss_mb()},
       {"config", yaml_to_json(resolved_config)},
   };

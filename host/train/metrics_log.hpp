@@ -2,6 +2,7 @@
 // The record of a run: one JSON line per step in metrics.jsonl, and the summary.json written at the end.
 // The schema is documented in docs/results.md.
 #include "comm/host_communicator.hpp"
+#include "train/machine.hpp"
 #include "train/rank_report.hpp"
 
 #include <gradsweep/sdk/model.hpp>
@@ -63,7 +64,7 @@ struct RunFacts {
   int world_size;
   int threads;
   std::int64_t steps;
-  double peak_flops;
+  PeakFlops peak;
   double flops_per_token;
   std::string device;
   std::string comm_backend;
