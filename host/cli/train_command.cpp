@@ -138,6 +138,7 @@ void train(const TrainArgs& args, CellConfig config, const JobCommunicator& job)
               << " x" << summary["world_size"] << ": final train loss " << summary["final_train_loss"]
               << ", val loss " << summary["val_loss"] << " (ppl " << summary["val_ppl"] << "), "
               << summary["tokens_per_sec"].get<double>() << " tokens/s, MFU " << summary["mfu"].get<double>()
+              << (summary["mfu_flag"] == "" ? "" : " (" + summary["mfu_flag"].get<std::string>() + ")")
               << " -> " << (out / "summary.json").string() << std::endl;
 }
 

@@ -1,5 +1,7 @@
 #include "plugins/plugin_registry.hpp"
 
+#include "plugins/elf_check.hpp"
+
 #include <boost/dll/runtime_symbol_info.hpp>
 
 #include <algorithm>
@@ -96,6 +98,11 @@ void PluginRegistry::load_file(const fs::path& path) {
   const fs::path canonical = fs::weakly_canonical(path);
   for (const auto& p : plugins_)
     if (p.path == canonical) return;
+  // dlopen of a truncated library dies with SIGBUS instead of failing: check the file first.
+  if (std::string why = elf_problem(canonical); !why.empty()) {
+    refused_.push_back({canonical, canonical.string() + ": cannot load: " + why});
+    return;
+  }
   boost::dll::shared_library library;
   try {
     library.load(canonical.string(), boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now);

@@ -2,6 +2,10 @@
 
 #include "util/atomic_file.hpp"
 
+#include <fcntl.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -9,9 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <vector>
 
 namespace gradsweep::host {
@@ -65,15 +73,69 @@ void set_cpu_rng_state(const torch::Tensor& state) {
   gen.set_state(state);
 }
 
-}  // namespace
+// A write that failed, with its errno: the caller turns it into one message naming the checkpoint.
+struct WriteFailure : std::runtime_error {
+  int error;
+  WriteFailure(const fs::path& file, int e)
+      : std::runtime_error(file.filename().string() + ": " + std::strerror(e)), error(e) {}
+};
 
-void save_checkpoint(const fs::path& dir, int rank, std::int64_t next_step, ModelInstance& model,
-                     StrategyInstance& strategy) {
-  const fs::path target = step_dir(dir, rank, next_step);
-  const fs::path staged = target.string() + ".staging";
-  fs::remove_all(staged);
-  fs::create_directories(staged);
+// Writes all of [data, data + size) to `fd`; returns 0 or the errno of the failure.
+int write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : ENOSPC;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
 
+// Creates `file`, lets `fill` write into it (returning 0 or an errno), fsyncs and closes it; throws
+// WriteFailure with the first error.
+template <typename Fill>
+void write_file(const fs::path& file, Fill&& fill) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw WriteFailure(file, errno);
+  int failure = fill(fd);
+  if (failure == 0 && ::fsync(fd) != 0) failure = errno;
+  if (::close(fd) != 0 && failure == 0) failure = errno;
+  if (failure != 0) throw WriteFailure(file, failure);
+}
+
+// LibTorch's own file writer cannot be used on a full disk: it throws again from PyTorchStreamWriter's
+// destructor, which terminates the process. The writer it is given here always reports success and
+// remembers the first failure instead.
+void write_archive(torch::serialize::OutputArchive& archive, const fs::path& file) {
+  write_file(file, [&](int fd) {
+    int failure = 0;
+    archive.save_to([&](const void* data, std::size_t size) -> std::size_t {
+      if (failure == 0) failure = write_all(fd, static_cast<const char*>(data), size);
+      return size;
+    });
+    return failure;
+  });
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  write_file(file, [&](int fd) { return write_all(fd, text.data(), text.size()); });
+}
+
+// "the disk has 1.2 MB free of 3.0 MB", of the filesystem holding `dir`; "" when it cannot be told.
+std::string free_space(const fs::path& dir) {
+  struct statvfs fs_info {};
+  if (::statvfs(dir.c_str(), &fs_info) != 0) return "";
+  char text[96];
+  std::snprintf(text, sizeof text, "the disk has %.1f MB free of %.1f MB",
+                static_cast<double>(fs_info.f_bavail) * fs_info.f_frsize / 1e6,
+                static_cast<double>(fs_info.f_blocks) * fs_info.f_frsize / 1e6);
+  return text;
+}
+
+// The checkpoint's files, written into `staged`.
+void write_checkpoint_files(const fs::path& staged, std::int64_t next_step, ModelInstance& model,
+                            StrategyInstance& strategy) {
   std::vector<sdk::Parameter> params;
   std::vector<sdk::NamedTensor> buffers;
   model.call(model->parameters(&params), "parameters");
@@ -82,14 +144,41 @@ void save_checkpoint(const fs::path& dir, int rank, std::int64_t next_step, Mode
   for (const auto& p : params) model_archive.write("param/" + p.name, p.tensor.detach().cpu());
   for (const auto& b : buffers) model_archive.write("buffer/" + b.name, b.tensor.detach().cpu());
   model_archive.write("rng/cpu", cpu_rng_state());
-  model_archive.save_to((staged / "model.pt").string());
+  write_archive(model_archive, staged / "model.pt");
 
   torch::serialize::OutputArchive strategy_archive;
   strategy.call(strategy->save_state(strategy_archive), "save_state");
-  strategy_archive.save_to((staged / "strategy.pt").string());
+  write_archive(strategy_archive, staged / "strategy.pt");
+  // Written last: its presence marks the checkpoint complete (saved_steps).
+  write_text(staged / "state.json", nlohmann::json{{"next_step", next_step}}.dump());
+}
 
-  util::write_file_atomically(staged / "state.json", nlohmann::json{{"next_step", next_step}}.dump());
-  util::replace_directory(staged, target);
+}  // namespace
+
+void save_checkpoint(const fs::path& dir, int rank, std::int64_t next_step, ModelInstance& model,
+                     StrategyInstance& strategy) {
+  const fs::path target = step_dir(dir, rank, next_step);
+  const fs::path staged = target.string() + ".staging";
+  const std::string what = "checkpoint " + target.filename().string() + " in " + rank_dir(dir, rank).string();
+  try {
+    fs::remove_all(staged);
+    fs::create_directories(staged);
+    write_checkpoint_files(staged, next_step, model, strategy);
+    util::replace_directory(staged, target);
+  } catch (const std::exception& e) {
+    // A full disk is the usual cause: free what the half-written checkpoint holds and say so plainly.
+    std::error_code ignored;
+    fs::remove_all(staged, ignored);
+    int error = 0;
+    if (const auto* w = dynamic_cast<const WriteFailure*>(&e)) error = w->error;
+    if (const auto* s = dynamic_cast<const std::system_error*>(&e)) error = s->code().value();
+    if (error == ENOSPC || error == EDQUOT) {
+      const std::string space = free_space(dir);
+      throw std::runtime_error("no space left writing " + what + " (" + e.what() + (space.empty() ? "" : "; ") +
+                               space + ")");
+    }
+    throw std::runtime_error("cannot write " + what + ": " + e.what());
+  }
   // Keep this one and the one before: another rank may not have finished saving this step.
   const auto steps = saved_steps(dir, rank);
   for (std::size_t i = 2; i < steps.size(); ++i) fs::remove_all(step_dir(dir, rank, steps[i]));

@@ -17,7 +17,9 @@
 namespace gradsweep::host {
 
 // Writes <dir>/rank-<r>/step-<next_step>/ atomically (a staged directory renamed into place), then
-// removes this rank's checkpoints older than the previous one.
+// removes this rank's checkpoints older than the previous one. A failed write (a full disk, above all)
+// removes the staged directory and throws "no space left writing checkpoint step-N in DIR (...)", or
+// "cannot write checkpoint step-N in DIR: ..." for other errors.
 void save_checkpoint(const std::filesystem::path& dir, int rank, std::int64_t next_step, ModelInstance& model,
                      StrategyInstance& strategy);
 

@@ -3,6 +3,7 @@
 #include "util/atomic_file.hpp"
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 #include <torch/types.h>
 
 #include <dlfcn.h>
@@ -51,34 +52,115 @@ fs::path default_cache_dir() {
   return fs::temp_directory_path() / "gradsweep-cache";
 }
 
-double cpu_peak_flops(int threads, const fs::path& cache_file) {
-  const std::string key = host_name() + "/threads=" + std::to_string(threads);
+std::string precision_name(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Float:
+      return "fp32";
+    case c10::ScalarType::BFloat16:
+      return "bf16";
+    case c10::ScalarType::Half:
+      return "fp16";
+    default:
+      return c10::toString(dtype);
+  }
+}
+
+namespace {
+
+std::string cache_key(int threads, const std::string& precision) {
+  return host_name() + "/threads=" + std::to_string(threads) + "/" + precision;
+}
+
+nlohmann::json read_cache(const fs::path& cache_file) {
   nlohmann::json cache = nlohmann::json::object();
   if (std::ifstream in(cache_file); in) {
     try {
       in >> cache;
-      if (cache.contains(key)) return cache[key].get<double>();
     } catch (const std::exception&) {
       cache = nlohmann::json::object();  // a damaged cache is remeasured, not fatal
     }
   }
-  constexpr std::int64_t n = 1024;
-  const torch::Tensor a = torch::randn({n, n}), b = torch::randn({n, n});
-  torch::Tensor c = torch::mm(a, b);  // warm up allocator and BLAS threads
-  double best = 0.0;
-  for (int i = 0; i < 5; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    c = torch::mm(a, b);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, 2.0 * n * n * n / s);
-  }
-  cache[key] = best;
+  return cache.is_object() ? cache : nlohmann::json::object();
+}
+
+void write_cache(const fs::path& cache_file, const nlohmann::json& cache) {
   try {
     util::write_file_atomically(cache_file, cache.dump(2));
   } catch (const std::exception&) {
     // A read-only home only costs a remeasurement next time.
   }
+}
+
+// FLOP/s of the best of several n x n products: at least 3, then more while under `budget_s`.
+struct SizeRate {
+  double flops_per_s = 0.0;
+  double seconds_each = 0.0;
+};
+SizeRate product_rate(std::int64_t n, c10::ScalarType dtype, double budget_s) {
+  const torch::Tensor a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
+  torch::Tensor c = torch::mm(a, b);  // warm up the allocator, the BLAS threads and oneDNN's kernel cache
+  SizeRate rate;
+  double spent = 0.0;
+  int repeats = 0;
+  for (; repeats < 3 || (spent < budget_s && repeats < 50); ++repeats) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c = torch::mm(a, b);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    spent += s;
+    rate.flops_per_s = std::max(rate.flops_per_s, 2.0 * static_cast<double>(n * n * n) / s);
+  }
+  rate.seconds_each = spent / repeats;
+  return rate;
+}
+
+double measure_peak(c10::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  double best = 0.0;
+  for (const std::int64_t n : {256, 512, 1024, 2048}) {
+    const SizeRate rate = product_rate(n, dtype, 0.2);
+    const bool plateau = rate.flops_per_s < 1.05 * best;
+    best = std::max(best, rate.flops_per_s);
+    // Past the plateau a bigger product only costs time; and the next size takes 8x this one's.
+    if (plateau || rate.seconds_each > 0.04) break;
+  }
   return best;
+}
+
+}  // namespace
+
+PeakFlops cpu_peak_flops(int threads, c10::ScalarType dtype, const fs::path& cache_file) {
+  std::string precision = precision_name(dtype);
+  nlohmann::json cache = read_cache(cache_file);
+  if (const std::string key = cache_key(threads, precision); cache.contains(key) && cache[key].is_number())
+    return {cache[key].get<double>(), precision, "cached"};
+  set_compute_threads(threads);
+  double peak = 0.0;
+  try {
+    peak = measure_peak(dtype);
+  } catch (const c10::Error&) {
+    // No kernel for this dtype on this CPU (fp16 products on most): the fp32 peak is the honest bound.
+    precision = "fp32";
+    peak = measure_peak(c10::ScalarType::Float);
+  }
+  cache[cache_key(threads, precision)] = peak;
+  write_cache(cache_file, cache);
+  return {peak, precision, "measured"};
+}
+
+void forget_cached_peak(int threads, const std::string& precision, const fs::path& cache_file) {
+  nlohmann::json cache = read_cache(cache_file);
+  if (cache.erase(cache_key(threads, precision)) > 0) write_cache(cache_file, cache);
+}
+
+std::string mfu_flag(double mfu) { return mfu > 1.0 ? "above peak: peak underestimated" : ""; }
+
+void check_mfu_against_peak(double mfu, const PeakFlops& peak, int threads, const fs::path& cache_file) {
+  if (mfu_flag(mfu).empty()) return;
+  spdlog::warn("MFU {:.2f} is above 1: the {} peak of {:.3g} FLOP/s per rank ({}) is too low; summary.json flags it "
+               "(mfu_flag){}",
+               mfu, peak.precision, peak.per_rank, peak.source,
+               peak.source == "metrics.peak_flops" ? ": raise metrics.peak_flops" : ", and the next run measures again");
+  if (peak.source != "metrics.peak_flops") forget_cached_peak(threads, peak.precision, cache_file);
 }
 
 }  // namespace gradsweep::host

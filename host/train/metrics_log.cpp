@@ -3,8 +3,11 @@
 #include "train/machine.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 namespace gradsweep::host {
 namespace fs = std::filesystem;
@@ -68,9 +71,21 @@ MetricsLog::MetricsLog(const fs::path& path, bool enabled, std::int64_t start_st
       }
     }
   }
+  path_ = path;
   out_.open(path, std::ios::trunc);
   out_ << kept;
+  flush_or_throw();
+}
+
+void MetricsLog::flush_or_throw() {
+  errno = 0;
   out_.flush();
+  if (out_) return;
+  // A full disk would otherwise drop every later line without a word.
+  const int error = errno;
+  throw std::runtime_error((error == ENOSPC || error == EDQUOT ? "no space left writing " : "cannot write ") +
+                           path_.filename().string() + " in " + path_.parent_path().string() +
+                           (error != 0 ? std::string(": ") + std::strerror(error) : std::string()));
 }
 
 void MetricsLog::write(const StepRecord& r) {
@@ -105,7 +120,7 @@ void MetricsLog::write(const StepRecord& r) {
       j["ranks"]["comm_busy_s"].push_back(k.comm.seconds);
     }
   out_ << j.dump() << '\n';
-  out_.flush();
+  flush_or_throw();
 }
 
 nlohmann::json yaml_to_json(const YAML::Node& node) {
@@ -172,8 +187,11 @@ nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_
                                    t.comm_busy, 0, static_cast<std::uint64_t>(t.payload_bytes), t.comm_blocked})},
       {"skipped_updates", t.skipped_updates},
       {"flops_per_token", f.flops_per_token},
-      {"peak_flops_per_rank", f.peak_flops},
+      {"peak_flops_per_rank", f.peak.per_rank},
+      {"peak_flops_precision", f.peak.precision},
+      {"peak_flops_source", f.peak.source},
       {"mfu", t.mfu},
+      {"mfu_flag", mfu_flag(t.mfu)},
       {"peak_rss_mb", peak_rss_mb()},
       {"config", yaml_to_json(resolved_config)},
   };

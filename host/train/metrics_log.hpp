@@ -2,6 +2,7 @@
 // The record of a run: one JSON line per step in metrics.jsonl, and the summary.json written at the end.
 // The schema is documented in docs/results.md.
 #include "comm/host_communicator.hpp"
+#include "train/machine.hpp"
 #include "train/rank_report.hpp"
 
 #include <gradsweep/sdk/model.hpp>
@@ -63,7 +64,7 @@ struct RunFacts {
   int world_size;
   int threads;
   std::int64_t steps;
-  double peak_flops;
+  PeakFlops peak;
   double flops_per_token;
   std::string device;
   std::string comm_backend;
@@ -74,9 +75,12 @@ class MetricsLog {
   // Only `enabled` (rank 0) writes. Resuming at `start_step` > 0 keeps the records of earlier steps and
   // drops any later ones left by the interrupted run, so every step appears exactly once.
   MetricsLog(const std::filesystem::path& path, bool enabled, std::int64_t start_step);
+  // Throws "no space left writing metrics.jsonl in DIR" (or "cannot write ...") when a line cannot be written.
   void write(const StepRecord& record);
 
  private:
+  void flush_or_throw();
+  std::filesystem::path path_;
   std::ofstream out_;
 };
 

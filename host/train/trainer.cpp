@@ -149,8 +149,11 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
 
   double flops_per_token = 0.0;
   model.call(model->flops_per_token(train.seq_len, &flops_per_token), "flops_per_token");
-  const double peak_flops =
-      config.peak_flops > 0 ? config.peak_flops : cpu_peak_flops(threads, default_cache_dir() / "peak_flops.json");
+  // The peak in the precision the strategy computes in: bf16 products run several times faster than fp32.
+  const fs::path peak_cache = default_cache_dir() / "peak_flops.json";
+  const PeakFlops peak = config.peak_flops > 0
+                             ? PeakFlops{config.peak_flops, precision_name(precision.compute_dtype), "metrics.peak_flops"}
+                             : cpu_peak_flops(threads, precision.compute_dtype, peak_cache);
 
   fs::create_directories(request.out_dir);
   const fs::path checkpoint_dir = request.out_dir / "checkpoint";
@@ -261,7 +264,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
                       t,
                       comm_stats,
                       tokens_per_step / t.step,
-                      flops_per_token * static_cast<double>(tokens_per_step) / group.count / t.step / peak_flops,
+                      flops_per_token * static_cast<double>(tokens_per_step) / group.count / t.step / peak.per_rank,
                       step_val,
                       plugin_metrics.take(),
                       report.ranks};
@@ -280,9 +283,10 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
   resolved["model"]["name"] = config.model_name;
   resolved["strategy"] = to_yaml(strategy_services.options);
   resolved["strategy"]["name"] = config.strategy_name;
-  RunFacts facts{info, config.model_name, config.strategy_name, world, threads, train.steps, peak_flops,
+  RunFacts facts{info, config.model_name, config.strategy_name, world, threads, train.steps, peak,
                  flops_per_token, config.device, comm.backend()};
   nlohmann::json summary = make_summary(facts, totals, train_loss, val_loss, resolved);
+  check_mfu_against_peak(totals.mfu, peak, threads, peak_cache);
   if (rank == 0) {
     util::write_file_atomically(request.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");
     util::write_file_atomically(request.out_dir / "summary.json", summary.dump(2) + "\n");

@@ -1,4 +1,5 @@
 // The plugin boundary: discovery, the descriptor checks, and refusal messages naming both versions.
+#include "plugins/elf_check.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "support/test_support.hpp"
@@ -72,6 +73,48 @@ TEST(PluginRegistry, BadFilesAreRefusedAndScanningGoesOn) {
   registry.scan({dir});
   ASSERT_EQ(registry.refused().size(), 2u);
   EXPECT_NE(registry.refused()[1].reason.find("cannot load"), std::string::npos) << registry.refused()[1].reason;
+}
+
+// The first `bytes` of `from` in `to`: a copy cut short.
+void copy_prefix(const fs::path& from, const fs::path& to, std::size_t bytes) {
+  std::string text = test::read_text(from);
+  ASSERT_GT(text.size(), bytes) << from;
+  text.resize(bytes);
+  test::write_text(to, text);
+}
+
+TEST(PluginRegistry, TruncatedLibrariesAreRefusedBeforeDlopen) {
+  // Before the ELF check, dlopen of either file killed the process with SIGBUS.
+  const fs::path dir = test::scratch_dir();
+  const fs::path single = test::plugin_dir() / "gradsweep_strategy_single.so";
+  copy_prefix(single, dir / "half_plugin.so", fs::file_size(single) / 2);
+  copy_prefix("/bin/ls", dir / "ls_head.so", 5000);
+  copy_prefix(single, dir / "header_only.so", 40);
+  fs::copy_file(single, dir / "whole.so");
+  PluginRegistry registry;
+  registry.scan({dir});
+  ASSERT_EQ(registry.refused().size(), 3u);
+  for (const auto& r : registry.refused()) {
+    EXPECT_NE(r.reason.find(r.path.string() + ": cannot load: truncated: "), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find("but the file has "), std::string::npos) << r.reason;
+  }
+  EXPECT_NE(registry.refused()[0].reason.find("the section header table ends at byte"), std::string::npos)
+      << registry.refused()[0].reason;
+  EXPECT_NE(registry.refused()[1].reason.find("the ELF header ends at byte"), std::string::npos)
+      << registry.refused()[1].reason;
+  // The whole copy still loads.
+  EXPECT_EQ(registry.find(PluginKind::Strategy, "single").path.filename(), "whole.so");
+}
+
+TEST(PluginRegistry, ElfCheckAcceptsEveryBuiltPluginAndRefusesOtherKinds) {
+  for (const auto& entry : fs::directory_iterator(test::plugin_dir()))
+    if (entry.path().extension() == ".so") EXPECT_EQ(host::elf_problem(entry.path()), "") << entry.path();
+  // An executable is not a library; a text file is not ELF.
+  const fs::path dir = test::scratch_dir();
+  test::write_text(dir / "text.so", "not an ELF file at all, but longer than an ELF header is long: 64 bytes");
+  EXPECT_EQ(host::elf_problem(dir / "text.so"), "not an ELF file (no ELF magic number)");
+  const std::string exe = host::elf_problem(test::gradsweep_binary());
+  EXPECT_TRUE(exe.empty() || exe.find("not a shared library") != std::string::npos) << exe;
 }
 
 TEST(PluginRegistry, EarlierDirectoryShadowsLater) {
