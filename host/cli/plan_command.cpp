@@ -14,6 +14,7 @@ namespace {
 struct PlanArgs {
   std::string experiment, out;
   std::vector<std::string> overrides;
+  std::size_t max_cells = kDefaultMaxCells;
 };
 
 std::string resources(const PlannedCell& cell) {
@@ -34,8 +35,10 @@ void register_plan_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--out,-o", args->out, "Output directory (default: runs/<experiment name>)");
   cmd->add_option("--set", args->overrides, "Override a key of the experiment file: --set train.steps=50 (repeatable)");
+  cmd->add_option("--max-cells", args->max_cells, "Refuse a sweep of more cells than this (default 10000)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([args] {
-    const LoadedSweep sweep = load_sweep(args->experiment, args->out, args->overrides);
+    const LoadedSweep sweep = load_sweep(args->experiment, args->out, args->overrides, args->max_cells);
     const SweepPlan& plan = sweep.plan;
     std::map<std::string, int> counts;
     std::cout << "experiment " << plan.name << " -> " << plan.out_dir.string() << "\n";

@@ -23,12 +23,33 @@ namespace {
 struct RunArgs {
   std::string experiment, out, launcher = "local";
   std::vector<std::string> overrides;
+  std::size_t max_cells = kDefaultMaxCells;
   bool retry_failed = false, force = false, fail_fast = false, dry_run = false, no_wait = false;
 };
 
-// Exit codes: every cell ok; some cell failed or timed out; stopped by Ctrl-C (as shells report SIGINT).
+// Exit codes (docs/experiments.md): 0 when every cell of the sweep is done; kSomeFailed while any cell is
+// failed or timed out, whether it failed in this run or was left alone from an earlier one, so that a
+// script can tell the sweep is incomplete; kInterrupted when stopped (Ctrl-C, as shells report SIGINT).
 constexpr int kSomeFailed = 1;
 constexpr int kInterrupted = 130;
+
+// The sweep's state after this run, as the last line says it: "sweep incomplete: 1 of 3 cells failed".
+int sweep_exit_code(const SweepPlan& plan) {
+  int failed = 0, ok = 0;
+  for (const auto& cell : plan.cells) {
+    const CellState state = current_status(cell).state;
+    failed += state == CellState::Failed || state == CellState::Timeout;
+    ok += state == CellState::Ok;
+  }
+  const int total = static_cast<int>(plan.cells.size());
+  if (failed > 0) {
+    std::cerr << "sweep incomplete: " << failed << " of " << total
+              << " cells failed or timed out (`gradsweep run --retry-failed` reruns them)\n";
+    return kSomeFailed;
+  }
+  if (ok == total) std::cerr << "sweep complete: all " << total << " cells done\n";
+  return 0;  // the rest are submitted to Slurm (--no-wait) and followed with `gradsweep status`
+}
 
 std::atomic<bool> g_stop{false};
 extern "C" void request_stop(int) { g_stop.store(true); }
@@ -79,7 +100,7 @@ std::vector<PlannedCell> cells_to_run(const SweepPlan& plan, const RunArgs& args
 
 int run_sweep(const RunArgs& args) {
   if (args.force && args.retry_failed) throw std::runtime_error("--force already reruns every cell; drop --retry-failed");
-  const LoadedSweep sweep = load_sweep(args.experiment, args.out, args.overrides);
+  const LoadedSweep sweep = load_sweep(args.experiment, args.out, args.overrides, args.max_cells);
   const SweepPlan& plan = sweep.plan;
   const RunLock lock(plan.out_dir);  // before anything in DIR is written
   std::string experiment_text = sweep.experiment.text;
@@ -121,7 +142,7 @@ int run_sweep(const RunArgs& args) {
     std::cerr << "stopped: run the same command again to resume\n";
     return kInterrupted;
   }
-  return result.failed + result.timeout > 0 ? kSomeFailed : 0;
+  return sweep_exit_code(plan);
 }
 
 }  // namespace
@@ -136,6 +157,8 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--launcher", args->launcher, "local (mpirun on this machine) or slurm (job arrays)")
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_option("--set", args->overrides, "Override a key of the experiment file: --set train.steps=50 (repeatable)");
+  cmd->add_option("--max-cells", args->max_cells, "Refuse a sweep of more cells than this (default 10000)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--retry-failed", args->retry_failed, "Also rerun cells that failed or timed out");
   cmd->add_flag("--force", args->force, "Rerun every cell from scratch, done or not");
   cmd->add_flag("--fail-fast", args->fail_fast, "Stop at the first failed cell");

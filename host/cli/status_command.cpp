@@ -43,6 +43,10 @@ void register_status_command(CLI::App& app) {
     std::cout << plan.cells.size() << " cells:";
     for (const auto& [state, n] : counts) std::cout << " " << n << " " << state;
     std::cout << "\n";
+    // Exit 1 while a cell needs another `gradsweep run` (failed, timed out or interrupted); pending and
+    // running cells are progress, not a problem (docs/experiments.md, "Exit codes").
+    const int stuck = counts["failed"] + counts["timeout"] + counts["interrupted"];
+    if (stuck > 0) throw CLI::RuntimeError(1);
   });
 }
 

@@ -1,10 +1,12 @@
 #include "config/cell_config.hpp"
 
+#include "config/duplicate_keys.hpp"
 #include "config/option_schema.hpp"
 
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 namespace gradsweep::host {
 namespace fs = std::filesystem;
@@ -13,42 +15,54 @@ using sdk::OptionType;
 
 namespace {
 
-// The host's own keys, section by section. Defaults are YAML text; nullptr = required (checked below).
-const std::map<std::string, std::vector<OptionSpec>>& host_schema() {
-  static const std::map<std::string, std::vector<OptionSpec>> schema{
+// The host's own keys, section by section, each number with its range (see docs/configuration.md,
+// "Bounds"). Defaults are YAML text; nullptr = required (checked below). Sizes stop at 2^20 so that the
+// products the trainer and the batch loader form (batch_size x seq_len tokens, 2^40 at most) stay far
+// inside int64.
+constexpr double kMaxCount = 1e9;          // steps, and "every N steps"
+constexpr double kMaxSize = 1 << 20;       // sequences per batch, tokens per sequence
+constexpr double kMaxSeed = 1e15;
+constexpr double kMaxThreads = 1024;       // and at most kThreadsPerCore x this machine's (below)
+constexpr std::int64_t kThreadsPerCore = 4;
+const ValueRange kPositive{0, HUGE_VAL, true};
+const ValueRange kNonNegative{0, HUGE_VAL};
+const ValueRange kBeta{0, 1, false, true};
+
+const std::map<std::string, std::vector<HostOption>>& host_schema() {
+  static const std::map<std::string, std::vector<HostOption>> schema{
       {"data",
-       {{"train", OptionType::String, nullptr, "training token shard (.bin)"},
-        {"val", OptionType::String, nullptr, "validation token shard (.bin)"}}},
+       {{{"train", OptionType::String, nullptr, "training token shard (.bin)"}},
+        {{"val", OptionType::String, nullptr, "validation token shard (.bin)"}}}},
       {"train",
-       {{"steps", OptionType::Int, nullptr, "optimizer steps"},
-        {"batch_size", OptionType::Int, nullptr, "sequences per step, all ranks together"},
-        {"micro_batch", OptionType::Int, "0", "sequences per rank per forward (0 = batch_size / ranks)"},
-        {"seq_len", OptionType::Int, nullptr, "tokens per sequence"},
-        {"optimizer", OptionType::String, "adamw", "adamw or sgd"},
-        {"lr", OptionType::Float, "6e-4", "peak learning rate"},
-        {"min_lr", OptionType::Float, "0", "learning rate at the end of the cosine decay"},
-        {"warmup_steps", OptionType::Int, "0", "linear warmup steps"},
-        {"weight_decay", OptionType::Float, "0.0", "decoupled weight decay (matrices only)"},
-        {"beta1", OptionType::Float, "0.9", "AdamW beta1"},
-        {"beta2", OptionType::Float, "0.95", "AdamW beta2"},
-        {"eps", OptionType::Float, "1e-8", "AdamW epsilon"},
-        {"momentum", OptionType::Float, "0.9", "SGD momentum"},
-        {"grad_clip", OptionType::Float, "1.0", "max global gradient norm (0 = off)"},
-        {"seed", OptionType::Int, "1234", "seed for initialisation and dropout"}}},
+       {{{"steps", OptionType::Int, nullptr, "optimizer steps"}, {1, kMaxCount}},
+        {{"batch_size", OptionType::Int, nullptr, "sequences per step, all ranks together"}, {1, kMaxSize}},
+        {{"micro_batch", OptionType::Int, "0", "sequences per rank per forward (0 = batch_size / ranks)"}, {0, kMaxSize}},
+        {{"seq_len", OptionType::Int, nullptr, "tokens per sequence"}, {1, kMaxSize}},
+        {{"optimizer", OptionType::String, "adamw", "adamw or sgd"}},
+        {{"lr", OptionType::Float, "6e-4", "peak learning rate"}, kPositive},
+        {{"min_lr", OptionType::Float, "0", "learning rate at the end of the cosine decay"}, kNonNegative},
+        {{"warmup_steps", OptionType::Int, "0", "linear warmup steps"}, {0, kMaxCount}},
+        {{"weight_decay", OptionType::Float, "0.0", "decoupled weight decay (matrices only)"}, kNonNegative},
+        {{"beta1", OptionType::Float, "0.9", "AdamW beta1"}, kBeta},
+        {{"beta2", OptionType::Float, "0.95", "AdamW beta2"}, kBeta},
+        {{"eps", OptionType::Float, "1e-8", "AdamW epsilon"}, kNonNegative},
+        {{"momentum", OptionType::Float, "0.9", "SGD momentum"}, {0, 1}},
+        {{"grad_clip", OptionType::Float, "1.0", "max global gradient norm (0 = off)"}, kNonNegative},
+        {{"seed", OptionType::Int, "1234", "seed for initialisation and dropout"}, {0, kMaxSeed}}}},
       {"eval",
-       {{"every", OptionType::Int, "0", "evaluate every N steps (0 = only at the end)"},
-        {"batches", OptionType::Int, "8", "validation batches per evaluation"}}},
-      {"checkpoint", {{"every", OptionType::Int, "0", "checkpoint every N steps (0 = only at the end)"}}},
+       {{{"every", OptionType::Int, "0", "evaluate every N steps (0 = only at the end)"}, {0, kMaxCount}},
+        {{"batches", OptionType::Int, "8", "validation batches per evaluation"}, {1, 1e6}}}},
+      {"checkpoint", {{{"every", OptionType::Int, "0", "checkpoint every N steps (0 = only at the end)"}, {0, kMaxCount}}}},
       {"metrics",
-       {{"log_every", OptionType::Int, "10", "log a line every N steps"},
-        {"peak_flops", OptionType::Float, "0", "peak FLOP/s for MFU (0 = measure sgemm once and cache)"}}},
+       {{{"log_every", OptionType::Int, "10", "log a line every N steps"}, {1, kMaxCount}},
+        {{"peak_flops", OptionType::Float, "0", "peak FLOP/s for MFU (0 = measure sgemm once and cache)"}, kNonNegative}}},
       {"runtime",
-       {{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"},
-        {"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"},
-        {"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"},
-        {"comm_timeout", OptionType::Float, "600",
+       {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"}, {0, kMaxThreads}},
+        {{"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"}},
+        {{"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"}},
+        {{"comm_timeout", OptionType::Float, "600",
          "seconds a rank may wait in one communication call before the job is ended as hung (0 = never; "
-         "GRADSWEEP_COMM_TIMEOUT overrides)"}}},
+         "GRADSWEEP_COMM_TIMEOUT overrides)"}, kNonNegative}}},
   };
   return schema;
 }
@@ -61,6 +75,17 @@ fs::path resolve_path(const fs::path& base, const std::string& p) {
 }
 
 }  // namespace
+
+const std::map<std::string, std::vector<HostOption>>& host_options() { return host_schema(); }
+
+void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, const std::string& key, Diagnostics& diag) {
+  // Thousands of OpenMP threads per rank end in "libgomp: Out of memory" or, under a memory limit, in a
+  // hang: the bound is a multiple of what this machine has, which oversubscription beyond is never useful.
+  const std::int64_t hardware = std::thread::hardware_concurrency();
+  if (hardware > 0 && threads > kThreadsPerCore * hardware && threads <= kMaxThreads)  // beyond: out of range
+    diag.error(where, key, std::to_string(threads) + " threads per rank is more than " + std::to_string(kThreadsPerCore) +
+                               " x the " + std::to_string(hardware) + " hardware threads of this machine");
+}
 
 void apply_override(YAML::Node& root, const std::string& assignment) {
   const auto eq = assignment.find('=');
@@ -85,18 +110,26 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
 
 CellConfig parse_cell_config(const std::string& yaml_text, const std::string& file_name, const fs::path& base_dir,
                              const std::vector<std::string>& overrides) {
-  CellConfig config;
-  config.file = file_name;
+  YAML::Node root;
   try {
-    config.root = YAML::Load(yaml_text);
+    root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
     throw ConfigError({file_name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                        ": " + e.msg});
   }
+  return parse_cell_tree(root, file_name, base_dir, overrides);
+}
+
+CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name, const fs::path& base_dir,
+                           const std::vector<std::string>& overrides) {
+  CellConfig config;
+  config.file = file_name;
+  config.root = root;
   if (!config.root || config.root.IsNull()) config.root = YAML::Node(YAML::NodeType::Map);
+  Diagnostics diag(file_name);
+  check_duplicate_keys(config.root, diag);  // before --set, which would replace only the first of two
   for (const auto& o : overrides) apply_override(config.root, o);
 
-  Diagnostics diag(file_name);
   if (!config.root.IsMap()) {
     diag.error(config.root, "(top level)", "expected a mapping");
     diag.throw_if_any();
@@ -110,11 +143,14 @@ CellConfig parse_cell_config(const std::string& yaml_text, const std::string& fi
   }
 
   std::map<std::string, sdk::Options> host;
+  // Reported with the problems found after the types (a value out of range is still a value).
+  Diagnostics out_of_range(file_name);
   config.resolved = YAML::Node(YAML::NodeType::Map);
   for (const auto& [section, specs] : schema) {
-    host[section] = resolve_options(config.root[section], section, specs, {}, diag);
+    host[section] = resolve_options(config.root[section], section, specs_of(specs), {}, diag);
+    check_ranges(config.root[section], section, specs, host[section], out_of_range);
     config.resolved[section] = to_yaml(host[section]);
-    for (const auto& s : specs)
+    for (const auto& [s, range] : specs)
       if (s.default_value == nullptr && !host[section].has(s.key))
         diag.error(config.root[section] ? config.root[section] : config.root, section + "." + s.key,
                    std::string("required key missing (") + s.help + ")");
@@ -138,7 +174,10 @@ CellConfig parse_cell_config(const std::string& yaml_text, const std::string& fi
     else if (paths)
       for (const auto& p : paths) config.plugin_paths.push_back(resolve_path(base_dir, p.as<std::string>()));
   }
-  diag.throw_if_any();
+  if (!diag.empty()) {
+    diag.append(out_of_range);
+    diag.throw_if_any();
+  }
 
   const sdk::Options& t = host["train"];
   config.train_data = resolve_path(base_dir, host["data"].text("train"));
@@ -170,18 +209,8 @@ CellConfig parse_cell_config(const std::string& yaml_text, const std::string& fi
   config.device = host["runtime"].text("device");
   config.comm = host["runtime"].text("comm");
   config.comm_timeout = host["runtime"].number("comm_timeout");
-  if (config.comm_timeout < 0)
-    diag.error(config.root["runtime"]["comm_timeout"], "runtime.comm_timeout", "must be >= 0 (0 turns the watchdog off)");
-
-  auto positive = [&](const char* section, const char* key, std::int64_t v) {
-    if (v <= 0) diag.error(config.root[section][key], std::string(section) + "." + key, "must be positive");
-  };
-  positive("train", "steps", config.train.steps);
-  positive("train", "batch_size", config.train.batch_size);
-  positive("train", "seq_len", config.train.seq_len);
-  if (config.train.micro_batch < 0) diag.error(config.root["train"]["micro_batch"], "train.micro_batch", "must be >= 0");
-  if (opt.lr <= 0) diag.error(config.root["train"]["lr"], "train.lr", "must be positive");
-  if (config.eval_batches <= 0) diag.error(config.root["eval"]["batches"], "eval.batches", "must be positive");
+  check_threads_fit_machine(config.threads, config.root["runtime"]["threads"], "runtime.threads", diag);
+  diag.append(out_of_range);
   if (config.device != "cpu" && config.device.rfind("cuda", 0) != 0)
     diag.error(config.root["runtime"]["device"], "runtime.device", "expected cpu, cuda or cuda:N");
   if (!is_comm_choice(config.comm))

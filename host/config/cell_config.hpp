@@ -15,6 +15,7 @@
 // plugins' declared options once the plugins are found (see resolve_plugin_options).
 #include "config/comm_choice.hpp"
 #include "config/config_error.hpp"
+#include "config/option_schema.hpp"
 
 #include <gradsweep/sdk/options.hpp>
 #include <gradsweep/sdk/strategy.hpp>
@@ -23,6 +24,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -65,9 +67,18 @@ struct CellConfig {
 CellConfig load_cell_config(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
 CellConfig parse_cell_config(const std::string& yaml_text, const std::string& file_name,
                              const std::filesystem::path& base_dir, const std::vector<std::string>& overrides = {});
+// The same on a tree already parsed (planning builds cells as trees); `root` is edited by the overrides.
+CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
+                           const std::filesystem::path& base_dir, const std::vector<std::string>& overrides = {});
 
 // Applies "a.b.c=value" to a YAML tree (creating maps as needed); throws on a malformed override.
 void apply_override(YAML::Node& root, const std::string& assignment);
+
+// The host's own keys by section, with their ranges (for docs and tests: every number has a range).
+const std::map<std::string, std::vector<HostOption>>& host_options();
+
+// Refuses more LibTorch threads per rank than a small multiple of this machine's hardware threads.
+void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, const std::string& key, Diagnostics& diag);
 
 // Validates `root[section]` (minus "name") against a plugin's options.
 sdk::Options resolve_plugin_options(const CellConfig& config, const std::string& section,

@@ -1,7 +1,10 @@
 #include "config/option_schema.hpp"
 
 #include <cmath>
+#include <limits>
 #include <optional>
+#include <iomanip>
+#include <sstream>
 
 namespace gradsweep::host {
 
@@ -9,7 +12,7 @@ const char* type_name(sdk::OptionType type) {
   switch (type) {
     case sdk::OptionType::Bool: return "a boolean";
     case sdk::OptionType::Int: return "an integer";
-    case sdk::OptionType::Float: return "a number";
+    case sdk::OptionType::Float: return "a finite number";
     case sdk::OptionType::String: return "a string";
   }
   return "?";
@@ -28,15 +31,17 @@ std::optional<sdk::Options::Value> parse_scalar(const std::string& text, sdk::Op
         std::size_t used = 0;
         const long long v = std::stoll(text, &used, 0);
         if (used == text.size()) return static_cast<std::int64_t>(v);
-        // Accept integral floats such as 1e6 for counts.
+        // Accept integral floats such as 1e6 for counts; one beyond int64 (1e30, inf) would not convert.
         const double d = std::stod(text, &used);
-        if (used == text.size() && std::floor(d) == d) return static_cast<std::int64_t>(d);
+        if (used == text.size() && std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.2e18)
+          return static_cast<std::int64_t>(d);
         return std::nullopt;
       }
       case sdk::OptionType::Float: {
         std::size_t used = 0;
         const double v = std::stod(text, &used);
-        if (used == text.size()) return v;
+        // inf and nan are never a setting: an infinite learning rate "trains" a step before diverging.
+        if (used == text.size() && std::isfinite(v)) return v;
         return std::nullopt;
       }
       case sdk::OptionType::String: return text;
@@ -57,7 +62,49 @@ std::string closest_key(const std::string& key, const std::vector<sdk::OptionSpe
   return "";
 }
 
+std::string number_text(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::ostringstream out;
+  out << std::setprecision(12) << v;
+  return out.str();
+}
+
 }  // namespace
+
+bool ValueRange::contains(double v) const {
+  return (open_min ? v > min : v >= min) && (open_max ? v < max : v <= max);
+}
+
+std::string ValueRange::text() const {
+  return std::string(open_min ? "(" : "[") + number_text(min) + ", " + number_text(max) + (open_max ? ")" : "]");
+}
+
+std::vector<sdk::OptionSpec> specs_of(const std::vector<HostOption>& options) {
+  std::vector<sdk::OptionSpec> specs;
+  for (const auto& o : options) specs.push_back(o.spec);
+  return specs;
+}
+
+sdk::Options resolve_options(const YAML::Node& section, const std::string& path, const std::vector<HostOption>& options,
+                             const std::set<std::string>& ignored, Diagnostics& diag) {
+  sdk::Options values = resolve_options(section, path, specs_of(options), ignored, diag);
+  check_ranges(section, path, options, values, diag);
+  return values;
+}
+
+void check_ranges(const YAML::Node& section, const std::string& path, const std::vector<HostOption>& options,
+                  const sdk::Options& values, Diagnostics& diag) {
+  for (const auto& o : options) {
+    if (!values.has(o.spec.key) || (o.spec.type != sdk::OptionType::Int && o.spec.type != sdk::OptionType::Float))
+      continue;
+    const double v = values.number(o.spec.key);
+    if (o.range.contains(v)) continue;
+    const YAML::Node node = section && section.IsMap() ? section[o.spec.key] : YAML::Node();
+    const std::string full = path.empty() ? o.spec.key : path + "." + o.spec.key;
+    const std::string got = node && node.IsScalar() ? node.Scalar() : number_text(v);
+    diag.error(node ? node : section, full, "must be in " + o.range.text() + ", got " + got + (node ? "" : " (the default)"));
+  }
+}
 
 sdk::Options resolve_options(const YAML::Node& section, const std::string& path,
                              const std::vector<sdk::OptionSpec>& specs, const std::set<std::string>& ignored,

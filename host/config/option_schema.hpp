@@ -9,17 +9,40 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace gradsweep::host {
 
+// The values a numeric key accepts. Every integer and number of the host's schema has one, so that a 0
+// that would divide (metrics.log_every) or a size that would overflow a product (train.batch_size x
+// seq_len) is refused here with file:line:column rather than found as SIGFPE in the middle of a run.
+struct ValueRange {
+  double min = -HUGE_VAL, max = HUGE_VAL;
+  bool open_min = false, open_max = false;  // exclude the bound itself: (0, 1) rather than [0, 1]
+  bool contains(double v) const;
+  std::string text() const;                 // "[1, 1000000000]", "(0, inf)"
+};
+// A key's spec and its range: how the host declares its own options.
+struct HostOption {
+  sdk::OptionSpec spec;
+  ValueRange range{};
+};
+std::vector<sdk::OptionSpec> specs_of(const std::vector<HostOption>& options);
+
 // `section` is the mapping (may be undefined: all defaults), `path` its dotted name for messages
 // ("model"), `ignored` keys the caller handles itself (e.g. "name"). Problems go to `diag`.
 sdk::Options resolve_options(const YAML::Node& section, const std::string& path,
                              const std::vector<sdk::OptionSpec>& specs, const std::set<std::string>& ignored,
                              Diagnostics& diag);
+// The same, also refusing a value outside its key's range.
+sdk::Options resolve_options(const YAML::Node& section, const std::string& path, const std::vector<HostOption>& options,
+                             const std::set<std::string>& ignored, Diagnostics& diag);
+// The range part alone, on values already resolved from `section`.
+void check_ranges(const YAML::Node& section, const std::string& path, const std::vector<HostOption>& options,
+                  const sdk::Options& values, Diagnostics& diag);
 
 // Typed value -> YAML scalar, for writing the resolved configuration.
 YAML::Node to_yaml(const sdk::Options& options);

@@ -13,6 +13,16 @@ void require_positive(const char* name, int64_t value) {
   }
 }
 
+// a * b, refused when it does not fit int64: a wrapped product (2^58 sequences x 64 tokens = 0) would
+// divide by zero or address the wrong tokens.
+int64_t checked_product(const char* what, int64_t a, int64_t b) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    throw std::invalid_argument(std::string("batch loader: ") + what + " = " + std::to_string(a) + " x " +
+                                std::to_string(b) + " does not fit in 64 bits");
+  return product;
+}
+
 }  // namespace
 
 BatchLoader::BatchLoader(TokenShard shard, const BatchLoaderOptions& options)
@@ -26,6 +36,10 @@ BatchLoader::BatchLoader(TokenShard shard, const BatchLoaderOptions& options)
     throw std::invalid_argument("batch loader: rank " + std::to_string(o.rank) + " is outside [0, " +
                                 std::to_string(o.world_size) + ")");
   }
+  // Every product the loader forms later, checked once here.
+  checked_product("tokens per global batch", o.global_batch, o.seq_len);
+  checked_product("tokens per micro-batch", o.micro_batch, o.seq_len);
+  checked_product("micro-batch size x ranks", o.micro_batch, o.world_size);
   if (o.global_batch % (o.micro_batch * o.world_size) != 0) {
     throw std::invalid_argument(
         "batch loader: global batch size " + std::to_string(o.global_batch) +

@@ -1,6 +1,7 @@
 #include "experiment/experiment_file.hpp"
 
 #include "config/cell_config.hpp"
+#include "config/duplicate_keys.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -55,6 +56,12 @@ ExperimentFile load_experiment_file(const fs::path& file, const std::vector<std:
   exp.root = parse(exp.text, file.string(), overrides);
 
   Diagnostics diag(file.string());
+  {
+    // Refused at once: every cell is built from this tree, and each would repeat the same guess.
+    Diagnostics duplicates(file.string());
+    check_duplicate_keys(parse(exp.text, file.string(), {}), duplicates);
+    duplicates.throw_if_any();
+  }
   for (const auto& item : exp.root) {
     const std::string key = item.first.as<std::string>();
     const auto known = [&](const std::vector<std::string>& keys) {

@@ -1,6 +1,8 @@
 #include "experiment/sweep_matrix.hpp"
 
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -43,6 +45,67 @@ void set_axis(YAML::Node& root, const std::string& axis, const YAML::Node& value
     root[axis] = value;
   else
     set_path(root, axis_path(axis), value);
+}
+
+// repeat: N, or {seeds: [...]}: the seed of each repetition (nullopt: the cell's own, plus the repetition).
+std::vector<std::optional<std::int64_t>> repeat_seeds(const YAML::Node& root, Diagnostics& diag) {
+  std::vector<std::optional<std::int64_t>> seeds{std::nullopt};
+  if (const YAML::Node repeat = root["repeat"]) {
+    if (repeat.IsScalar()) {
+      long long n = 0;
+      try {
+        n = repeat.as<long long>();
+      } catch (const YAML::Exception&) {
+      }
+      if (n < 1)
+        diag.error(repeat, "repeat", "expected a positive integer or {seeds: [...]}, got '" + repeat.Scalar() + "'");
+      else if (n > kMaxRepeats)
+        diag.error(repeat, "repeat", repeat.Scalar() + " repetitions is more than the " + std::to_string(kMaxRepeats) +
+                                         " allowed (each repetition is a whole run of every cell)");
+      else
+        seeds.assign(static_cast<std::size_t>(n), std::nullopt);
+    } else if (repeat.IsMap() && repeat["seeds"] && repeat["seeds"].IsSequence() && repeat.size() == 1 &&
+               repeat["seeds"].size() > 0) {
+      seeds.clear();
+      for (const auto& s : repeat["seeds"]) {
+        try {
+          seeds.push_back(s.as<std::int64_t>());
+        } catch (const YAML::Exception&) {
+          diag.error(s, "repeat.seeds", "expected an integer, got '" + value_text(s) + "'");
+        }
+      }
+    } else {
+      diag.error(repeat, "repeat", "expected a positive integer or {seeds: [s1, s2, ...]}");
+    }
+  }
+  return seeds;
+}
+
+// Refuses a sweep of more than `max_cells` cells before building any: 10^6 cells would take the planner
+// minutes and gigabytes. Counted before exclude, which can only remove cells.
+bool within_cell_limit(const YAML::Node& root, const std::vector<Axis>& axes, const std::vector<std::size_t>& sizes,
+                       std::size_t repeats, std::size_t max_cells, Diagnostics& diag) {
+  const YAML::Node include = root["include"];
+  const std::size_t included = include && include.IsSequence() ? include.size() : 0;
+  // Saturating products: a matrix of many long axes must not wrap around to a small count.
+  constexpr std::size_t kHuge = std::numeric_limits<std::size_t>::max() / 4;
+  std::size_t combos = 1;
+  std::string shape;
+  for (std::size_t a = 0; a < sizes.size(); ++a) {
+    combos = sizes[a] != 0 && combos > kHuge / sizes[a] ? kHuge : combos * sizes[a];
+    shape += (shape.empty() ? "" : " x ") + axes[a].name + " " + std::to_string(sizes[a]);
+  }
+  if (sizes.empty()) combos = included > 0 ? 0 : 1;
+  std::size_t cells = std::min(kHuge, combos + included);
+  cells = repeats != 0 && cells > kHuge / repeats ? kHuge : cells * repeats;
+  if (cells <= max_cells) return true;
+  if (included > 0) shape += (shape.empty() ? "" : " + ") + std::to_string(included) + " included";
+  if (repeats > 1) shape = "(" + shape + ") x repeat " + std::to_string(repeats);
+  diag.error(root["matrix"] ? root["matrix"] : root, "matrix",
+             (cells == kHuge ? std::string("more than 10^18") : std::to_string(cells)) + " cells (" + shape +
+                 ") is more than the limit of " + std::to_string(max_cells) +
+                 "; narrow the sweep, or raise the limit with --max-cells N");
+  return false;
 }
 
 }  // namespace
@@ -91,7 +154,7 @@ YAML::Node find_path(const YAML::Node& root, const std::string& dotted) {
   return chain.back();
 }
 
-SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag) {
+SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag, std::size_t max_cells) {
   SweepMatrix m;
   std::vector<std::size_t> sizes;
   if (const YAML::Node matrix = root["matrix"]; matrix && matrix.IsMap()) {
@@ -110,6 +173,9 @@ SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag) {
       sizes.push_back(item.second.size());
     }
   }
+
+  const std::vector<std::optional<std::int64_t>> seeds = repeat_seeds(root, diag);
+  if (!within_cell_limit(root, m.axes, sizes, seeds.size(), max_cells, diag)) return m;
 
   // Every combination, the last axis fastest.
   std::vector<std::vector<int>> combos{{}};
@@ -181,33 +247,6 @@ SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag) {
     }
   }
 
-  // repeat: N, or {seeds: [...]}.
-  std::vector<std::optional<std::int64_t>> seeds{std::nullopt};
-  if (const YAML::Node repeat = root["repeat"]) {
-    if (repeat.IsScalar()) {
-      int n = 0;
-      try {
-        n = repeat.as<int>();
-      } catch (const YAML::Exception&) {
-      }
-      if (n < 1)
-        diag.error(repeat, "repeat", "expected a positive integer or {seeds: [...]}, got '" + repeat.Scalar() + "'");
-      else
-        seeds.assign(static_cast<std::size_t>(n), std::nullopt);
-    } else if (repeat.IsMap() && repeat["seeds"] && repeat["seeds"].IsSequence() && repeat.size() == 1 &&
-               repeat["seeds"].size() > 0) {
-      seeds.clear();
-      for (const auto& s : repeat["seeds"]) {
-        try {
-          seeds.push_back(s.as<std::int64_t>());
-        } catch (const YAML::Exception&) {
-          diag.error(s, "repeat.seeds", "expected an integer, got '" + value_text(s) + "'");
-        }
-      }
-    } else {
-      diag.error(repeat, "repeat", "expected a positive integer or {seeds: [s1, s2, ...]}");
-    }
-  }
   m.repeats = static_cast<int>(std::max<std::size_t>(seeds.size(), 1));
   if (m.repeats > 1 && find_axis(m.axes, "seed") < 0) m.axes.push_back({"seed", "train.seed"});
   for (const auto& p : base)
@@ -220,13 +259,18 @@ SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag) {
   return m;
 }
 
-void apply_point(YAML::Node& root, const SweepMatrix& matrix, const MatrixPoint& point) {
-  const YAML::Node values = root["matrix"];
+void apply_point(YAML::Node& root, const SweepMatrix& matrix, const MatrixPoint& point, const YAML::Node* source) {
+  // Values from another tree are cloned: assigning a node of one document into another makes yaml-cpp
+  // merge their memory, and every cell planned would then keep the nodes of all the cells before it.
+  const auto value = [&](const YAML::Node& v) { return source == nullptr ? v : YAML::Clone(v); };
+  const YAML::Node& from = source == nullptr ? root : *source;
+  const YAML::Node values = from["matrix"];
   for (std::size_t a = 0; a < point.value_index.size(); ++a)
     if (point.value_index[a] >= 0)
-      set_axis(root, matrix.axes[a].name, values[matrix.axes[a].name][point.value_index[a]]);
+      set_axis(root, matrix.axes[a].name, value(values[matrix.axes[a].name][point.value_index[a]]));
   if (point.include_index >= 0)
-    for (const auto& item : root["include"][point.include_index]) set_axis(root, item.first.as<std::string>(), item.second);
+    for (const auto& item : from["include"][point.include_index])
+      set_axis(root, item.first.as<std::string>(), value(item.second));
   if (point.seed) {
     set_path(root, "train.seed", YAML::Node(*point.seed));
   } else if (point.repeat > 0) {

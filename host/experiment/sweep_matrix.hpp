@@ -46,11 +46,19 @@ struct SweepMatrix {
 // The configuration key an axis name sets ("nodes" -> "launcher.nodes"); other names are paths already.
 std::string axis_path(const std::string& axis);
 
-// Reads matrix, exclude, include and repeat from the experiment's tree; problems go to `diag`.
-SweepMatrix expand_matrix(const YAML::Node& root, host::Diagnostics& diag);
+// Bounds on a sweep's size (docs/experiments.md): repetitions of each cell, and cells in all unless the
+// user raises it (`--max-cells`).
+inline constexpr long long kMaxRepeats = 1000;
+inline constexpr std::size_t kDefaultMaxCells = 10000;
 
-// Sets the point's values in `root` (a fresh copy of the experiment's tree).
-void apply_point(YAML::Node& root, const SweepMatrix& matrix, const MatrixPoint& point);
+// Reads matrix, exclude, include and repeat from the experiment's tree; problems go to `diag`, among them
+// a sweep of more than `max_cells` cells (then no points are built).
+SweepMatrix expand_matrix(const YAML::Node& root, host::Diagnostics& diag, std::size_t max_cells = kDefaultMaxCells);
+
+// Sets the point's values in `root` (a fresh copy of the experiment's tree), read from its own matrix and
+// include, or from `source` (the experiment's tree) when `root` is a copy of the cell sections only.
+void apply_point(YAML::Node& root, const SweepMatrix& matrix, const MatrixPoint& point,
+                 const YAML::Node* source = nullptr);
 
 // Sets `root` at a dotted path to `value`, creating mappings on the way.
 void set_path(YAML::Node root, const std::string& dotted, const YAML::Node& value);

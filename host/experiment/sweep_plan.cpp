@@ -1,6 +1,7 @@
 #include "experiment/sweep_plan.hpp"
 
 #include "experiment/cell_id.hpp"
+#include "experiment/model_facts.hpp"
 #include "experiment/sweep_matrix.hpp"
 
 #include "config/cell_config.hpp"
@@ -40,20 +41,20 @@ std::string plugin_options_label(const std::string& axis, const YAML::Node& cell
   return options.empty() ? "" : "(" + options + ")";
 }
 
-const std::vector<OptionSpec> kLauncherSpecs{
-    {"nodes", OptionType::Int, "1", "nodes per cell"},
-    {"ranks_per_node", OptionType::Int, "1", "MPI ranks per node"},
-    {"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"}};
+const std::vector<host::HostOption> kLauncherSpecs{
+    {{"nodes", OptionType::Int, "1", "nodes per cell"}, {1, 1e5}},
+    {{"ranks_per_node", OptionType::Int, "1", "MPI ranks per node"}, {1, 1024}},
+    {{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"}, {0, 1024}}};
 
-const std::vector<OptionSpec> kSlurmSpecs{
-    {"partition", OptionType::String, "", "sbatch --partition"},
-    {"account", OptionType::String, "", "sbatch --account"},
-    {"time", OptionType::String, "", "sbatch --time, per cell"},
-    {"qos", OptionType::String, "", "sbatch --qos"},
-    {"constraint", OptionType::String, "", "sbatch --constraint"},
-    {"gpus_per_node", OptionType::Int, "0", "sbatch --gpus-per-node"},
-    {"cpus_per_task", OptionType::Int, "0", "sbatch --cpus-per-task"},
-    {"max_concurrent", OptionType::Int, "0", "array tasks running at once (--array=...%N); 0 = no cap"}};
+const std::vector<host::HostOption> kSlurmSpecs{
+    {{"partition", OptionType::String, "", "sbatch --partition"}},
+    {{"account", OptionType::String, "", "sbatch --account"}},
+    {{"time", OptionType::String, "", "sbatch --time, per cell"}},
+    {{"qos", OptionType::String, "", "sbatch --qos"}},
+    {{"constraint", OptionType::String, "", "sbatch --constraint"}},
+    {{"gpus_per_node", OptionType::Int, "0", "sbatch --gpus-per-node"}, {0, 1024}},
+    {{"cpus_per_task", OptionType::Int, "0", "sbatch --cpus-per-task"}, {0, 1e5}},
+    {{"max_concurrent", OptionType::Int, "0", "array tasks running at once (--array=...%N); 0 = no cap"}, {0, 1e6}}};
 
 // parse_cell_config reads the cell as emitted text, so its positions are in that text: tag them and
 // point them back at the experiment file through the key each message names.
@@ -112,6 +113,19 @@ std::vector<OptionSpec> specs_of(const host::PluginRecord& record) {
 
 std::string absolute_text(const fs::path& p) { return fs::absolute(p).lexically_normal().string(); }
 
+// The cell sections and the launcher of the experiment's tree, cloned: a cell to edit without parsing the
+// file again (the sweep's own sections, which may hold thousands of values, are left out). Clones have no
+// positions, so a cell with a problem is built again from a fresh parse for the message (plan_sweep).
+YAML::Node cell_sections_copy(const YAML::Node& root) {
+  YAML::Node copy(YAML::NodeType::Map);
+  for (const auto& item : root) {
+    const std::string key = item.first.Scalar();
+    if (key == "launcher" || std::find(cell_sections().begin(), cell_sections().end(), key) != cell_sections().end())
+      copy[key] = YAML::Clone(item.second);
+  }
+  return copy;
+}
+
 struct BuiltCell {
   PlannedCell cell;
   std::string yaml;
@@ -120,10 +134,11 @@ struct BuiltCell {
 // Builds one cell; its problems are appended to `problems` (nothing is returned then).
 std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix& matrix, const MatrixPoint& point,
                                     const host::PluginRegistry& registry, const fs::path& out_dir,
-                                    const fs::path& binary, std::vector<std::string>& problems) {
+                                    const fs::path& binary, ModelFacts& model_facts, bool fast,
+                                    std::vector<std::string>& problems) {
   const std::string file = exp.file.string();
-  YAML::Node root = exp.fresh_root();
-  apply_point(root, matrix, point);
+  YAML::Node root = fast ? cell_sections_copy(exp.root) : exp.fresh_root();
+  apply_point(root, matrix, point, fast ? &exp.root : nullptr);
   const YAML::Node launcher_node = root["launcher"];
   YAML::Node cell_root(YAML::NodeType::Map);
   for (const auto& item : root) {
@@ -134,6 +149,9 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
 
   Diagnostics diag(file);
   const sdk::Options launcher = host::resolve_options(launcher_node, "launcher", kLauncherSpecs, {"slurm"}, diag);
+  if (launcher.has("threads"))
+    host::check_threads_fit_machine(launcher.integer("threads"), node_for_key(root, "launcher.threads", false),
+                                    "launcher.threads", diag);
   const YAML::Node slurm_node = launcher_node ? launcher_node["slurm"] : YAML::Node();
   const sdk::Options slurm = host::resolve_options(slurm_node, "launcher.slurm", kSlurmSpecs, {"extra"}, diag);
   std::vector<std::string> extra;
@@ -173,9 +191,13 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
   // The host's sections, through the same loader as `gradsweep train`.
   std::optional<host::CellConfig> config;
   try {
-    YAML::Emitter emitted;
-    emitted << cell_root;
-    config = host::parse_cell_config(emitted.c_str(), kEmittedName, exp.base_dir);
+    if (fast) {
+      config = host::parse_cell_tree(cell_root, kEmittedName, exp.base_dir);
+    } else {
+      YAML::Emitter emitted;
+      emitted << cell_root;
+      config = host::parse_cell_config(emitted.c_str(), kEmittedName, exp.base_dir);
+    }
   } catch (const ConfigError& e) {
     for (const auto& p : e.problems()) problems.push_back(relocate(p, cell_root, file));
   } catch (const std::exception& e) {
@@ -193,9 +215,6 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
   const int nodes = static_cast<int>(launcher.integer("nodes"));
   const int per_node = static_cast<int>(launcher.integer("ranks_per_node"));
   const int world = nodes * per_node;
-  if (nodes < 1) plugin_diag.error(node_for_key(root, "launcher.nodes", false), "launcher.nodes", "must be at least 1");
-  if (per_node < 1)
-    plugin_diag.error(node_for_key(root, "launcher.ranks_per_node", false), "launcher.ranks_per_node", "must be at least 1");
   // Cells that cannot run, caught here rather than after minutes in a queue. `single` is the one
   // strategy that refuses more than one rank; a strategy whose server only serves (server_computes:
   // false) leaves one rank out of the batch split.
@@ -219,12 +238,20 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
                         "batch_size " + std::to_string(train.batch_size) + " is not a multiple of micro_batch x ranks = " +
                             std::to_string(micro) + " x " + std::to_string(computing));
   }
-  const auto& model_options = plugin_options["model"];
-  if (model_options.has("block_size") && model_options.integer("block_size") > 0 &&
-      train.seq_len > model_options.integer("block_size"))
-    plugin_diag.error(node_for_key(cell_root, "train.seq_len", false), "train.seq_len",
-                      std::to_string(train.seq_len) + " is longer than model.block_size " +
-                          std::to_string(model_options.integer("block_size")));
+  // The model as its plugin resolves it (a preset's block size), not as the keys read.
+  if (const host::PluginRecord* model = registry.try_find(sdk::PluginKind::Model, config->model_name);
+      model != nullptr && plugin_options.count("model") && plugin_diag.empty()) {
+    const YAML::Node name_node = node_for_key(cell_root, "model.name", false);
+    try {
+      const sdk::ModelInfo& info = model_facts.of(*model, plugin_options["model"]);
+      if (info.block_size > 0 && train.seq_len > info.block_size)
+        plugin_diag.error(node_for_key(cell_root, "train.seq_len", false), "train.seq_len",
+                          std::to_string(train.seq_len) + " is longer than the model's block size " +
+                              std::to_string(info.block_size) + " (" + config->model_name + " as configured)");
+    } catch (const std::exception& e) {
+      plugin_diag.error(name_node, "model", e.what());
+    }
+  }
   for (const auto& [key, path] : {std::pair{"data.train", config->train_data}, {"data.val", config->val_data}})
     if (!fs::exists(path))
       plugin_diag.error(node_for_key(cell_root, key, false), key,
@@ -315,9 +342,9 @@ std::vector<fs::path> experiment_plugin_path(const ExperimentFile& experiment) {
 }
 
 SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir, const host::PluginRegistry& registry,
-                     const fs::path& gradsweep_binary) {
+                     const fs::path& gradsweep_binary, std::size_t max_cells) {
   Diagnostics diag(experiment.file.string());
-  const SweepMatrix matrix = expand_matrix(experiment.root, diag);
+  const SweepMatrix matrix = expand_matrix(experiment.root, diag, max_cells);
   diag.throw_if_any();
 
   SweepPlan plan;
@@ -330,9 +357,14 @@ SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir, 
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::string>> cells_with;
   std::set<std::string> ids;
+  ModelFacts model_facts;
   for (const auto& point : matrix.points) {
     std::vector<std::string> problems;
-    auto built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, problems);
+    auto built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts, true, problems);
+    if (!built) {  // again from the file, for messages with their line and column
+      problems.clear();
+      built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts, false, problems);
+    }
     for (const auto& p : problems) {
       if (!cells_with.count(p)) order.push_back(p);
       cells_with[p].push_back(describe_point(matrix, experiment, point));

@@ -5,6 +5,7 @@
 // experiment file (a value that came from the matrix points into the matrix).
 #include "experiment/experiment_file.hpp"
 #include "experiment/launcher.hpp"
+#include "experiment/sweep_matrix.hpp"
 
 #include "plugins/plugin_registry.hpp"
 
@@ -25,9 +26,11 @@ struct SweepPlan {
   int duplicates = 0;                   // points that resolved to a cell already planned
 };
 
-// Throws host::ConfigError listing every problem. `gradsweep_binary` is what the ranks run.
+// Throws host::ConfigError listing every problem (a sweep of more than `max_cells` cells is one).
+// `gradsweep_binary` is what the ranks run.
 SweepPlan plan_sweep(const ExperimentFile& experiment, const std::filesystem::path& out_dir,
-                     const host::PluginRegistry& registry, const std::filesystem::path& gradsweep_binary);
+                     const host::PluginRegistry& registry, const std::filesystem::path& gradsweep_binary,
+                     std::size_t max_cells = kDefaultMaxCells);
 
 // The plugin search path of an experiment: its plugins.paths (relative to the file), then the defaults.
 std::vector<std::filesystem::path> experiment_plugin_path(const ExperimentFile& experiment);

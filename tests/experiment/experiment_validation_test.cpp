@@ -67,7 +67,7 @@ TEST(ExperimentValidation, BatchThatDoesNotSplitOverTheRanks) {
 
 TEST(ExperimentValidation, SequenceLongerThanTheModel) {
   const auto p = problems("matrix: {train.seq_len: [16, 64]}\n");
-  EXPECT_PROBLEM(p, "exp.yaml:7:30: train.seq_len: 64 is longer than model.block_size 32");
+  EXPECT_PROBLEM(p, "exp.yaml:7:30: train.seq_len: 64 is longer than the model's block size 32 (gpt2 as configured)");
 }
 
 TEST(ExperimentValidation, LauncherKeysAndTypes) {
@@ -103,7 +103,7 @@ TEST(ExperimentValidation, AllProblemsAtOnce) {
   const auto p = problems("launcher: {nodez: 1}\nmatrix:\n  strategy: [single, rign]\n  train.lr: [fast]\nbogus: 1\n");
   EXPECT_PROBLEM(p, "launcher.nodez: unknown key");
   EXPECT_PROBLEM(p, "strategy.name: unknown strategy plugin 'rign'");
-  EXPECT_PROBLEM(p, "train.lr: expected a number, got 'fast'");
+  EXPECT_PROBLEM(p, "train.lr: expected a finite number, got 'fast'");
   EXPECT_PROBLEM(p, "bogus: unknown top-level key");
 }
 

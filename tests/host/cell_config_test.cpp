@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace gradsweep {
 namespace {
 
@@ -74,7 +76,7 @@ TEST(CellConfig, SemanticChecksAfterTypes) {
   const auto problems = problems_of(kValid, {"train.seq_len=0", "runtime.device=tpu"});
   std::string all;
   for (const auto& p : problems) all += p + "\n";
-  EXPECT_NE(all.find("train.seq_len: must be positive"), std::string::npos) << all;
+  EXPECT_NE(all.find("train.seq_len: must be in [1, 1048576], got 0"), std::string::npos) << all;
   EXPECT_NE(all.find("runtime.device: expected cpu, cuda or cuda:N"), std::string::npos) << all;
 }
 
@@ -101,6 +103,43 @@ TEST(CellConfig, PluginOptionsValidatedAgainstTheirSchema) {
   const sdk::Options options = host::resolve_plugin_options(ok, "model", specs);
   EXPECT_EQ(options.integer("n_layer"), 3);
   EXPECT_EQ(options.text("preset"), "gpt2-tiny");
+}
+
+TEST(CellConfig, EveryHostNumberHasARange) {
+  // The range lives in the schema, so a key added later gets one by construction; this keeps it so.
+  for (const auto& [section, options] : host::host_options())
+    for (const auto& o : options) {
+      if (o.spec.type != sdk::OptionType::Int && o.spec.type != sdk::OptionType::Float) continue;
+      EXPECT_TRUE(std::isfinite(o.range.min) || std::isfinite(o.range.max)) << section << "." << o.spec.key;
+      if (o.spec.type == sdk::OptionType::Int)
+        EXPECT_TRUE(std::isfinite(o.range.min) && std::isfinite(o.range.max)) << section << "." << o.spec.key;
+    }
+}
+
+TEST(CellConfig, OutOfRangeAndNonFiniteValuesNameTheirPlace) {
+  std::string yaml = kValid;
+  yaml += "  warmup_steps: -1\n  beta2: 1\n  min_lr: .inf\neval: {batches: 0}\n";
+  const auto problems = problems_of(yaml);
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  EXPECT_NE(all.find("exp.yaml:12:17: train.warmup_steps: must be in [0, 1000000000], got -1"), std::string::npos) << all;
+  EXPECT_NE(all.find("exp.yaml:13:10: train.beta2: must be in [0, 1), got 1"), std::string::npos) << all;
+  EXPECT_NE(all.find("exp.yaml:14:11: train.min_lr: expected a finite number, got '.inf'"), std::string::npos) << all;
+  EXPECT_NE(all.find("exp.yaml:15:17: eval.batches: must be in [1, 1000000], got 0"), std::string::npos) << all;
+  // --set values have no place in the file, but the same check.
+  const auto set = problems_of(kValid, {"train.lr=nan"});
+  ASSERT_EQ(set.size(), 1u);
+  EXPECT_NE(set[0].find("train.lr: expected a finite number, got 'nan'"), std::string::npos) << set[0];
+}
+
+TEST(CellConfig, DuplicateKeysNameBothPlaces) {
+  std::string yaml = kValid;
+  yaml += "  steps: 3\nmodel: {name: lstm_lm}\n";
+  const auto problems = problems_of(yaml);
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  EXPECT_NE(all.find("exp.yaml:12:3: train.steps: duplicate key (first at line 8:3)"), std::string::npos) << all;
+  EXPECT_NE(all.find("exp.yaml:13:1: model: duplicate key (first at line 1:1)"), std::string::npos) << all;
 }
 
 TEST(CellConfig, MalformedYamlHasPosition) {
