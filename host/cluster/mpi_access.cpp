@@ -42,13 +42,15 @@ fs::path hostfile_path(const ClusterSpec& s) { return state_dir(s.name) / "hostf
 void write_mpi_access(const ClusterSpec& s) {
   // Open MPI calls the agent as `agent HOST orted-command...`, as it would call ssh; the command is one
   // shell line, as ssh would hand it to the remote shell. Only this cluster's namespaces are accepted.
+  // Each node gets its own host name (a UTS namespace): Open MPI names its session directory and vader's
+  // shared-memory segments after the host name, and nodes sharing one collided (ranks crashed in vader).
   const std::string agent =
       "#!/bin/sh\n"
       "# gradsweep cluster " + s.name + ": Open MPI's rsh agent; runs the command inside the node's namespace.\n"
       "host=\"$1\"; shift\n"
       "case \"$host\" in " + s.object_prefix() + "n*) ;; *) echo \"gradsweep cluster " + s.name +
       ": '$host' is not one of its nodes\" >&2; exit 1;; esac\n"
-      "exec ip netns exec \"$host\" /bin/sh -c \"$*\"\n";
+      "exec ip netns exec \"$host\" unshare --uts /bin/sh -c \"hostname $host && $*\"\n";
   util::write_file_atomically(agent_path(s), agent);
   ::chmod(agent_path(s).c_str(), 0755);
   std::string hostfile;

@@ -154,6 +154,23 @@ TEST_F(Cluster, AllreduceAcrossTwoNodesIsBoundByTheShapedLink) {
   EXPECT_EQ(run_command("ip netns pids gsc-tmpi-n0").output, "") << "exec leaves no process on the nodes";
 }
 
+// Two ranks per node: the hostfile fills node 0 first, every node has its own host name (Open MPI names its
+// shared-memory segments after it: with one name for all nodes, vader crashed), and ranks of one node
+// share memory while the job still spans both nodes.
+TEST_F(Cluster, RanksOfOneNodeShareItAndNodesHaveTheirOwnHostNames) {
+  made_ = {"t22"};
+  ASSERT_EQ(up("t22", "--nodes 2 --ranks-per-node 2 --link-bandwidth 1Gbit").exit_code, 0);
+  const std::string exec = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 " + gradsweep() +
+                           " cluster exec t22 -- mpirun -np 4 --bind-to none ";
+  const CommandResult where = run_command(exec + "sh -c 'echo rank $OMPI_COMM_WORLD_RANK on $(hostname)'");
+  ASSERT_EQ(where.exit_code, 0) << where.output;
+  for (const char* line : {"rank 0 on gsc-t22-n0", "rank 1 on gsc-t22-n0", "rank 2 on gsc-t22-n1", "rank 3 on gsc-t22-n1"})
+    EXPECT_NE(where.output.find(line), std::string::npos) << line << " in\n" << where.output;
+  const CommandResult bench = run_command(exec + gradsweep() + " bench comm --min-bytes 1MiB --max-bytes 1MiB --iters 2 --warmup 1");
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  EXPECT_NE(bench.output.find("on 4 ranks (mpi, 2 on this node)"), std::string::npos) << bench.output;
+}
+
 TEST_F(Cluster, KilledUpLeavesLeftoversThatListCleanRemoves) {
   made_ = {"kup"};
   const pid_t pid = spawn({gradsweep(), "cluster", "up", "--name", "kup", "--nodes", "24", "--link-bandwidth", "1Gbit"});
