@@ -41,6 +41,10 @@ std::vector<std::string> find_leftovers() {
 }
 
 std::vector<std::string> remove_cluster(const std::string& name) {
+  // The state file goes first: a `down` killed midway then leaves a leftover that the sweeper finds,
+  // never a cluster that claims to be up with half its nodes gone.
+  std::error_code gone;
+  fs::remove(state_dir(name) / "cluster.json", gone);
   std::vector<std::string> problems = remove_objects(std::string(kPrefix) + name + "-");
   try {
     remove_host_entries(name);

@@ -187,6 +187,21 @@ TEST_F(Cluster, KilledUpLeavesLeftoversThatListCleanRemoves) {
   EXPECT_EQ(objects_of("kup"), "");
 }
 
+// A `down` killed midway leaves no cluster claiming to be up, only leftovers for the sweeper.
+TEST_F(Cluster, KilledDownLeavesLeftoversThatListCleanRemoves) {
+  made_ = {"kdn"};
+  ASSERT_EQ(up("kdn", "--nodes 16 --link-bandwidth 1Gbit").exit_code, 0);
+  const pid_t pid = spawn({gradsweep(), "cluster", "down", "kdn"});
+  ASSERT_TRUE(wait_for([] { return !fs::exists("/run/netns/gsc-kdn-n0"); }, 20)) << "down removed no node";
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_NE(objects_of("kdn"), "") << "down finished before the kill: use more nodes";
+  EXPECT_FALSE(fs::exists("/run/gradsweep/clusters/kdn/cluster.json"));
+  EXPECT_NE(run_command(gradsweep() + " cluster list").output.find("kdn: leftovers"), std::string::npos);
+  EXPECT_EQ(run_command(gradsweep() + " cluster list --clean").exit_code, 0);
+  EXPECT_EQ(objects_of("kdn"), "");
+}
+
 TEST_F(Cluster, KilledUpIsSweptByTheNextUp) {
   made_ = {"kup2", "next"};
   const pid_t pid = spawn({gradsweep(), "cluster", "up", "--name", "kup2", "--nodes", "24", "--link-bandwidth", "1Gbit"});
