@@ -132,6 +132,7 @@ void register_cluster_command(CLI::App& app) {
   exec_cmd->add_option("command", *command, "The command, after --")->required();
   exec_cmd->callback([exec_name, command] {
     const ClusterSpec spec = load_cluster(*exec_name);
+    require_network_admin("cluster exec");  // the agent enters the nodes' namespaces
     std::exit(exec_on_cluster(spec, *command));
   });
 }

@@ -4,6 +4,7 @@
 #include "cluster/cluster_network.hpp"
 #include "cluster/cluster_sweeper.hpp"
 #include "cluster/mpi_access.hpp"
+#include "cluster/subnet_choice.hpp"
 #include "cluster/system_command.hpp"
 #include "util/atomic_file.hpp"
 
@@ -26,19 +27,13 @@ std::string free_name() {
 }
 
 int free_subnet() {
-  std::vector<bool> taken(255, false);
-  for (const std::string& name : clusters_up()) {
-    const int k = load_cluster(name).subnet_index;
-    if (k >= 0 && k < 255) taken[static_cast<std::size_t>(k)] = true;
-  }
-  const std::string in_use = root_addresses_and_routes();
-  for (int k = 1; k < 255; ++k) {
-    // "10.213.k." anywhere in an address or route: that /24 is someone's; skip it.
-    if (taken[static_cast<std::size_t>(k)] || in_use.find("10.213." + std::to_string(k) + ".") != std::string::npos)
-      continue;
-    return k;
-  }
-  throw std::runtime_error("cluster up: every subnet 10.213.1-254.0/24 is taken; bring a cluster down first");
+  std::vector<int> taken;
+  for (const std::string& name : clusters_up()) taken.push_back(load_cluster(name).subnet_index);
+  const int k = choose_subnet(taken, root_addresses_and_routes());
+  if (k < 0)
+    throw std::runtime_error("cluster up: every subnet 10.213.1-254.0/24 is taken or overlaps a network of this "
+                             "machine; bring a cluster down first");
+  return k;
 }
 
 }  // namespace

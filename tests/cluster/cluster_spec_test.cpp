@@ -2,6 +2,7 @@
 #include "cluster/bandwidth.hpp"
 #include "cluster/cluster_spec.hpp"
 #include "cluster/mpi_access.hpp"
+#include "cluster/subnet_choice.hpp"
 #include "cluster/time_dilation.hpp"
 
 #include <gtest/gtest.h>
@@ -126,6 +127,18 @@ TEST(TimeDilation, MeasuresTheSlowdownOfCoLocatedNodes) {
   const double f = measure_dilation(8, 1);
   EXPECT_GE(f, 1.0);
   if (std::thread::hardware_concurrency() <= 4) EXPECT_GT(f, 1.5) << "8 workers on " << std::thread::hardware_concurrency() << " cores";
+}
+
+TEST(SubnetChoice, SkipsClustersAddressesAndRoutesThatOverlap) {
+  const std::string here =
+      "2: eth0    inet 192.0.2.2/24 brd 192.0.2.255 scope global eth0\n"
+      "default via 192.0.2.1 dev eth0\n192.0.2.0/24 dev eth0 proto kernel scope link src 192.0.2.2\n";
+  EXPECT_EQ(choose_subnet({}, here), 1);
+  EXPECT_EQ(choose_subnet({1, 2}, here), 3);
+  EXPECT_EQ(choose_subnet({1}, here + "10.213.2.0/24 dev gsc-x-br proto kernel scope link src 10.213.2.254\n"), 3);
+  EXPECT_EQ(choose_subnet({}, here + "10.213.0.0/23 via 192.0.2.9 dev eth0\n"), 2);  // covers .0 and .1
+  EXPECT_EQ(choose_subnet({}, here + "10.0.0.0/8 via 192.0.2.9 dev eth0\n"), -1);   // real 10.x hosts: keep off
+  EXPECT_EQ(choose_subnet({}, here + "10.213.1.77 dev eth0\n"), 2);                 // a host route
 }
 
 TEST(MpiAccess, ArgumentsKeepMpiOnTheClusterSubnet) {
