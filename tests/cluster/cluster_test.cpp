@@ -130,6 +130,24 @@ TEST_F(Cluster, TwoClustersAtOnceGetTheirOwnSubnetsAndDilationDividesTheRate) {
   EXPECT_NE(objects_of("tb"), "") << "bringing ta down must not touch tb";
 }
 
+// --dilation auto: the factor is measured (2 nodes on this machine's cores: at least 1), recorded as measured,
+// and the links are shaped at rate / F.
+TEST_F(Cluster, MeasuredDilationIsRecordedAndShapesTheLinks) {
+  made_ = {"tdil"};
+  const CommandResult r = up("tdil", "--nodes 2 --link-bandwidth 1Gbit --dilation auto");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto state = nlohmann::json::parse(read_text("/run/gradsweep/clusters/tdil/cluster.json"));
+  EXPECT_EQ(state["dilation_source"], "measured");
+  const double f = state["dilation"].get<double>();
+  EXPECT_GE(f, 1.0);
+  const auto shaped = state["shaped_bits_per_second"].get<std::uint64_t>();
+  EXPECT_NEAR(static_cast<double>(shaped), 1e9 / f, 1.0);
+  // tc prints the rate it holds in its own units; read it back through tc's own parser of our figure.
+  const std::string qdisc = run_command("tc qdisc show dev gsc-tdil-v0").output;
+  EXPECT_NE(qdisc.find("tbf"), std::string::npos) << qdisc;
+  if (f > 1.05) EXPECT_EQ(qdisc.find("rate 1Gbit"), std::string::npos) << "dilated by " << f << " yet " << qdisc;
+}
+
 // A 2-node job, one rank per node: the ranks are on different nodes (bench comm sees 1 rank on its node),
 // and an allreduce of S bytes cannot beat the link. On 2 ranks any allreduce has every rank send at least
 // S bytes in all (ring: S/2 in the reduce-scatter, S/2 in the allgather), so t >= 8 S / rate.
