@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 extern char** environ;
 
@@ -114,9 +115,11 @@ std::string find_on_path(const std::string& tool) {
 }
 
 void require_network_admin(const std::string& action) {
-  for (const char* tool : {"ip", "tc"})
+  // unshare gives each node its own host name when Open MPI starts processes there (mpi_access.cpp).
+  const std::pair<const char*, const char*> tools[] = {{"ip", "iproute2"}, {"tc", "iproute2"}, {"unshare", "util-linux"}};
+  for (const auto& [tool, package] : tools)
     if (find_on_path(tool).empty())
-      throw std::runtime_error(action + " needs `" + tool + "` (iproute2) on PATH, and it is not there (PATH=" +
+      throw std::runtime_error(action + " needs `" + tool + "` (" + package + ") on PATH, and it is not there (PATH=" +
                                (std::getenv("PATH") ? std::getenv("PATH") : "") + "); nothing was made");
   constexpr int kCapSysAdmin = 21, kCapNetAdmin = 12;
   std::string missing;

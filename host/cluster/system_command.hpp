@@ -20,7 +20,7 @@ std::string run_checked(const std::vector<std::string>& argv);
 // Full path of `tool` on PATH, or "" if it is not there.
 std::string find_on_path(const std::string& tool);
 
-// Throws std::runtime_error saying what is missing: `ip` or `tc` not on PATH, or no CAP_NET_ADMIN and
+// Throws std::runtime_error saying what is missing: `ip`, `tc` or `unshare` not on PATH, or no CAP_NET_ADMIN and
 // CAP_SYS_ADMIN (network namespaces are made by mounting under /run/netns). Called before anything is made.
 void require_network_admin(const std::string& action);
 
