@@ -122,11 +122,15 @@ TEST(TimeDilation, ParsesAFactorOrAuto) {
 }
 
 TEST(TimeDilation, MeasuresTheSlowdownOfCoLocatedNodes) {
-  // One node against itself: no slowdown beyond noise. Many more workers than cores must slow down.
-  EXPECT_LT(measure_dilation(1, 1), 1.6);
+  // One node against itself: 1 but for noise, which on a loaded 2-core machine reached 1.9 (the test runs
+  // beside builds). 8 workers on <= 4 cores: 2x at least on an idle machine; other load L shrinks the ratio
+  // towards (L + 8) / (L + 1), 1.6 at a load of 10.
+  const double one = measure_dilation(1, 1);
+  EXPECT_GE(one, 1.0);
+  EXPECT_LT(one, 3.0);
   const double f = measure_dilation(8, 1);
   EXPECT_GE(f, 1.0);
-  if (std::thread::hardware_concurrency() <= 4) EXPECT_GT(f, 1.5) << "8 workers on " << std::thread::hardware_concurrency() << " cores";
+  if (std::thread::hardware_concurrency() <= 4) EXPECT_GT(f, 1.3) << "8 workers on " << std::thread::hardware_concurrency() << " cores";
 }
 
 TEST(SubnetChoice, SkipsClustersAddressesAndRoutesThatOverlap) {
