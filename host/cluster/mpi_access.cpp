@@ -22,8 +22,17 @@ std::string read_hosts() {
   return s.str();
 }
 
-// /etc/hosts is often a bind mount (containers), where a rename over it fails: rewrite it in place.
+// Atomically where it can be (a kill midway must not leave a truncated /etc/hosts); in containers it is
+// often a bind mount, where a rename over it fails: then in place.
 void write_hosts(const std::string& text) {
+  struct stat before {};
+  const mode_t mode = ::stat(kHostsFile.c_str(), &before) == 0 ? (before.st_mode & 07777) : 0644;
+  try {
+    util::write_file_atomically(kHostsFile, text);
+    ::chmod(kHostsFile.c_str(), mode);
+    return;
+  } catch (const std::exception&) {
+  }
   std::ofstream out(kHostsFile, std::ios::trunc);
   out << text;
   if (!out.flush()) throw std::runtime_error("cannot write " + kHostsFile.string());
