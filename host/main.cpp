@@ -1,5 +1,6 @@
 // gradsweep: data-parallel training experiments over pluggable strategies and models.
 #include "cli/bench_comm_command.hpp"
+#include "cli/cluster_command.hpp"
 #include "cli/plan_command.hpp"
 #include "cli/plugins_command.hpp"
 #include "cli/prepare_command.hpp"
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   gradsweep::host::register_plugins_command(app);
   gradsweep::cli::register_prepare_command(app);
   gradsweep::host::register_bench_comm_command(app);
+  gradsweep::cli::register_cluster_command(app);  // docs/cluster.md
   // Sweeps (docs/experiments.md).
   gradsweep::cli::register_plan_command(app);
   gradsweep::cli::register_run_command(app);
