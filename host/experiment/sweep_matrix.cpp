@@ -45,6 +45,32 @@ void set_axis(YAML::Node& root, const std::string& axis, const YAML::Node& value
     set_path(root, axis_path(axis), value);
 }
 
+// repeat: {count: N, vary_seed: true|false}; vary_seed defaults to true, as repeat: N.
+void parse_repeat_count(const YAML::Node& repeat, Diagnostics& diag, std::vector<std::optional<std::int64_t>>& seeds,
+                        bool& vary_seed) {
+  for (const auto& item : repeat) {
+    const std::string key = item.first.as<std::string>();
+    if (key != "count" && key != "vary_seed")
+      diag.error(item.first, "repeat." + key, "unknown key; repeat: {count: N, vary_seed: true|false}");
+  }
+  int n = 0;
+  try {
+    n = repeat["count"].as<int>();
+  } catch (const YAML::Exception&) {
+  }
+  if (n < 1)
+    diag.error(repeat["count"], "repeat.count", "expected a positive integer, got '" + value_text(repeat["count"]) + "'");
+  else
+    seeds.assign(static_cast<std::size_t>(n), std::nullopt);
+  if (const YAML::Node v = repeat["vary_seed"]) {
+    try {
+      vary_seed = v.as<bool>();
+    } catch (const YAML::Exception&) {
+      diag.error(v, "repeat.vary_seed", "expected true or false, got '" + value_text(v) + "'");
+    }
+  }
+}
+
 }  // namespace
 
 std::string axis_path(const std::string& axis) {
@@ -194,6 +220,9 @@ SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag) {
         diag.error(repeat, "repeat", "expected a positive integer or {seeds: [...]}, got '" + repeat.Scalar() + "'");
       else
         seeds.assign(static_cast<std::size_t>(n), std::nullopt);
+    } else if (repeat.IsMap() && repeat["count"]) {
+      // {count: N, vary_seed: false}: N runs of one configuration and one seed, for speed comparisons.
+      parse_repeat_count(repeat, diag, seeds, m.vary_seed);
     } else if (repeat.IsMap() && repeat["seeds"] && repeat["seeds"].IsSequence() && repeat.size() == 1 &&
                repeat["seeds"].size() > 0) {
       seeds.clear();
@@ -205,11 +234,11 @@ SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag) {
         }
       }
     } else {
-      diag.error(repeat, "repeat", "expected a positive integer or {seeds: [s1, s2, ...]}");
+      diag.error(repeat, "repeat", "expected a positive integer, {seeds: [s1, s2, ...]} or {count: N, vary_seed: false}");
     }
   }
   m.repeats = static_cast<int>(std::max<std::size_t>(seeds.size(), 1));
-  if (m.repeats > 1 && find_axis(m.axes, "seed") < 0) m.axes.push_back({"seed", "train.seed"});
+  if (m.repeats > 1 && m.vary_seed && find_axis(m.axes, "seed") < 0) m.axes.push_back({"seed", "train.seed"});
   for (const auto& p : base)
     for (std::size_t r = 0; r < seeds.size(); ++r) {
       MatrixPoint point = p;
@@ -229,7 +258,7 @@ void apply_point(YAML::Node& root, const SweepMatrix& matrix, const MatrixPoint&
     for (const auto& item : root["include"][point.include_index]) set_axis(root, item.first.as<std::string>(), item.second);
   if (point.seed) {
     set_path(root, "train.seed", YAML::Node(*point.seed));
-  } else if (point.repeat > 0) {
+  } else if (point.repeat > 0 && matrix.vary_seed) {
     // repeat: N: the cell's own seed (default 1234, as in the host's schema), plus the repetition.
     std::int64_t seed = 1234;
     if (const YAML::Node s = find_path(root, "train.seed"); s && s.IsScalar()) {
