@@ -76,14 +76,14 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
     std::size_t longest = 0;
     for (const auto& s : chart.series) longest = std::max(longest, s.title.size());
     const bool below = longest > 28;
-    const int height = 560 + (below ? 18 * static_cast<int>(chart.series.size()) : 0);
+    const int height = 560 + (below ? 20 + 20 * static_cast<int>(chart.series.size()) : 0);
     gp << "set terminal " << terminal << " size 900," << height << "\n"
        << "set output " << quoted(png.string()) << "\n"
        << "set title " << quoted(chart.title) << "\n"
        << "set xlabel " << quoted(chart.xlabel) << "\nset ylabel " << quoted(chart.ylabel) << "\n"
        << "set termoption noenhanced\n"  // titles are config values: lstm_lm is no subscript
        << "set grid\n"
-       << (below ? "set key outside bottom left Left reverse vertical maxrows " + std::to_string(chart.series.size()) + "\n"
+       << (below ? "set key bmargin left Left reverse vertical maxrows " + std::to_string(chart.series.size()) + "\n"
                  : std::string("set key outside right top\n"));
     if (chart.integer_x) gp << "set xtics 1\nset offsets 0.25, 0.25, 0, 0\n";
     gp << "plot ";

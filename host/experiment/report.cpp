@@ -131,8 +131,10 @@ std::vector<Chart> build_charts(const SweepPlan& plan, const Comparison& c) {
       base[model_of(i)].second += 1;
     }
   std::vector<Chart> charts;
-  charts.push_back({"throughput", "Training throughput (median, 95% interval)", x, "tokens/s",
-                    per_line(plan, c, by_nodes, metric("tokens_per_sec")), true, true});
+  auto throughput = per_line(plan, c, by_nodes, metric("tokens_per_sec"));
+  const bool bars = !throughput.empty() && !throughput.front().errors.empty();
+  charts.push_back({"throughput", bars ? "Training throughput (median, 95% interval)" : "Training throughput", x,
+                    "tokens/s", std::move(throughput), true, true});
   charts.push_back({"efficiency", "Scaling efficiency vs one rank", x, "tokens/s / (ranks x one-rank tokens/s)",
                     per_line(plan, c, by_nodes,
                              [&](std::size_t i) -> double {

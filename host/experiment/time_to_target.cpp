@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <string>
 
@@ -27,13 +29,15 @@ std::vector<EvalPoint> read_eval_points(const std::filesystem::path& metrics_jso
 }
 
 std::optional<TargetReached> time_to_target(const std::vector<EvalPoint>& points, double target) {
+  // Ranks reduce in different orders: the same training ends within ~1e-7 of the baseline's own loss.
+  const double reached = target + kTargetTolerance * std::abs(target);
   for (std::size_t i = 0; i < points.size(); ++i) {
     const EvalPoint& b = points[i];
-    if (b.val_loss > target) continue;
+    if (b.val_loss > reached) continue;
     if (i == 0 || points[i - 1].val_loss <= b.val_loss)
       return TargetReached{static_cast<double>(b.step), b.seconds, b.tokens, b.bytes};
     const EvalPoint& a = points[i - 1];
-    const double f = (a.val_loss - target) / (a.val_loss - b.val_loss);
+    const double f = std::clamp((a.val_loss - target) / (a.val_loss - b.val_loss), 0.0, 1.0);
     const auto lerp = [f](double x, double y) { return x + f * (y - x); };
     return TargetReached{lerp(a.step, b.step), lerp(a.seconds, b.seconds), lerp(a.tokens, b.tokens),
                          lerp(a.bytes, b.bytes)};

@@ -25,6 +25,10 @@ struct TargetReached {
   double step = 0, seconds = 0, tokens = 0, bytes = 0;  // interpolated
 };
 
+// A loss within this fraction of the target counts as reaching it: the same training on 1 and 2 ranks
+// ends ~5e-8 apart (sums in another order), which is no miss.
+inline constexpr double kTargetTolerance = 1e-6;
+
 // std::nullopt: the target was not reached (or there was no evaluation).
 std::optional<TargetReached> time_to_target(const std::vector<EvalPoint>& points, double target_loss);
 

@@ -142,6 +142,9 @@ TEST(TimeToTarget, InterpolatesBetweenEvaluations) {
   EXPECT_DOUBLE_EQ(time_to_target(curve(), 4.5)->seconds, 10);
   EXPECT_DOUBLE_EQ(time_to_target(curve(), 3.0)->tokens, 2000);
   EXPECT_FALSE(time_to_target(curve(), 1.9));
+  // Within one part in a million of the target: reached (sums in another order), at that evaluation.
+  EXPECT_DOUBLE_EQ(time_to_target(curve(), 2.0 - 1e-7)->seconds, 30);
+  EXPECT_FALSE(time_to_target(curve(), 2.0 - 1e-4));
   EXPECT_FALSE(time_to_target({}, 3.0));
 }
 
