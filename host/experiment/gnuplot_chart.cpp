@@ -83,7 +83,8 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
        << "set xlabel " << quoted(chart.xlabel) << "\nset ylabel " << quoted(chart.ylabel) << "\n"
        << "set termoption noenhanced\n"  // titles are config values: lstm_lm is no subscript
        << "set grid\n"
-       << (below ? "set key bmargin left Left reverse vertical maxrows " + std::to_string(chart.series.size()) + "\n"
+       << (below ? "set bmargin " + std::to_string(chart.series.size() + 4) +  // the x label, then the key
+                       "\nset key bmargin left Left reverse vertical maxrows " + std::to_string(chart.series.size()) + "\n"
                  : std::string("set key outside right top\n"));
     if (chart.integer_x) gp << "set xtics 1\nset offsets 0.25, 0.25, 0, 0\n";
     gp << "plot ";
