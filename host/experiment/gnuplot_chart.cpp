@@ -88,11 +88,15 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
                  : std::string("set key outside right top\n"));
     if (chart.integer_x) gp << "set xtics 1\nset offsets 0.25, 0.25, 0, 0\n";
     gp << "plot ";
-    for (std::size_t i = 0; i < chart.series.size(); ++i)
+    for (std::size_t i = 0; i < chart.series.size(); ++i) {
+      // Error bars of series at the same x would hide each other: shift each series a little sideways.
+      const double dodge = chart.integer_x ? (static_cast<double>(i) - (chart.series.size() - 1) / 2.0) * 0.06 : 0;
       gp << (i ? ", \\\n     " : "") << quoted(data.string()) << " index " << i
-         << (chart.series[i].errors.empty() ? " using 1:2 with " : " using 1:2:3:4 with ")
+         << (chart.series[i].errors.empty() ? " using 1:2 with "
+                                            : " using ($1+" + std::to_string(dodge) + "):2:3:4 with ")
          << (!chart.series[i].errors.empty() ? "yerrorlines" : chart.points ? "linespoints" : "lines")
          << " linetype " << i + 1 << " title " << quoted(chart.series[i].title);
+    }
     if (chart.series.empty()) gp << "NaN title \"no data\"";
     gp << "\n";
   }
