@@ -95,7 +95,8 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
          << (chart.series[i].errors.empty() ? " using 1:2 with "
                                             : " using ($1+" + std::to_string(dodge) + "):2:3:4 with ")
          << (!chart.series[i].errors.empty() ? "yerrorlines" : chart.points ? "linespoints" : "lines")
-         << " linetype " << i + 1 << " title " << quoted(chart.series[i].title);
+         // gnuplot has 8 colours: the next 8 lines are dashed, so that none looks like another.
+         << " linetype " << i % 8 + 1 << " dashtype " << i / 8 % 5 + 1 << " title " << quoted(chart.series[i].title);
     }
     if (chart.series.empty()) gp << "NaN title \"no data\"";
     gp << "\n";
