@@ -8,17 +8,35 @@
 namespace gradsweep::cli {
 using namespace gradsweep::experiment;
 
+namespace {
+struct ReportArgs {
+  std::string dir;
+  std::string baseline;
+  double target_loss = 0;
+};
+}  // namespace
+
 void register_report_command(CLI::App& app) {
-  auto dir = std::make_shared<std::string>();
+  auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand("report", "Results table (markdown), results.csv, plots and report.md of a sweep");
-  cmd->add_option("dir", *dir, "Output directory of `gradsweep run`")->required()->check(CLI::ExistingDirectory);
-  cmd->callback([dir] {
-    const Report report = write_report(read_plan(*dir));
-    std::cout << report.markdown_table << "\n";
-    const auto out = std::filesystem::absolute(*dir).lexically_normal();
+  cmd->add_option("dir", args->dir, "Output directory of `gradsweep run`")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--baseline", args->baseline,
+                  "Cell group the others are compared with: an axis value ('single') or several ('strategy=ring "
+                  "nodes=2'); default: report.baseline of the experiment file, else the first group");
+  cmd->add_option("--target-loss", args->target_loss,
+                  "Validation loss for time-to-target; default: report.target_loss, else the baseline's final val loss")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([args, cmd] {
+    ReportOptions options;
+    options.baseline = args->baseline;
+    if (cmd->count("--target-loss") > 0) options.target_loss = args->target_loss;
+    const Report report = write_report(read_plan(args->dir), options);
+    std::cout << report.markdown_table << "\n" << report.comparison_markdown;
+    const auto out = std::filesystem::absolute(args->dir).lexically_normal();
     std::cout << "results: " << (out / "results.csv").string() << "\nreport:  " << (out / "report.md").string()
               << " (" << report.plots.size() << " plots in " << (out / "plots").string() << ")\n";
     if (!report.plot_problem.empty()) std::cerr << "warning: " << report.plot_problem << "\n";
+    for (const auto& w : report.warnings) std::cerr << "warning: " << w << "\n";
   });
 }
 

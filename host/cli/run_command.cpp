@@ -134,6 +134,7 @@ int run_sweep(const RunArgs& args) {
   std::cerr << "results: " << (plan.out_dir / "results.csv").string() << ", report: "
             << (plan.out_dir / "report.md").string() << "\n";
   if (!report.plot_problem.empty()) std::cerr << "warning: " << report.plot_problem << "\n";
+  for (const auto& w : report.warnings) std::cerr << "warning: " << w << "\n";
   std::cerr << "this run: " << result.ok << " ok, " << result.failed << " failed, " << result.timeout << " timeout, "
             << result.interrupted << " interrupted";
   if (result.submitted > 0) std::cerr << ", " << result.submitted << " submitted (`gradsweep status " << plan.out_dir.string() << "`)";

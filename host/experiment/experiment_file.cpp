@@ -2,6 +2,7 @@
 
 #include "config/cell_config.hpp"
 #include "config/duplicate_keys.hpp"
+#include "experiment/report_options.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -36,7 +37,7 @@ YAML::Node parse(const std::string& text, const std::string& file, const std::ve
 const std::vector<std::string>& cell_sections() { return kCellSections; }
 
 const std::vector<std::string>& sweep_keys() {
-  static const std::vector<std::string> keys{"name", "description", "launcher", "matrix", "exclude", "include", "repeat"};
+  static const std::vector<std::string> keys{"name", "description", "launcher", "matrix", "exclude", "include", "repeat", "report"};
   return keys;
 }
 
@@ -70,7 +71,7 @@ ExperimentFile load_experiment_file(const fs::path& file, const std::vector<std:
     if (!known(sweep_keys()) && !known(kCellSections))
       diag.error(item.first, key,
                  "unknown top-level key; a cell's sections (model, strategy, data, train, eval, checkpoint, metrics, "
-                 "runtime, plugins) or the sweep's (name, description, launcher, matrix, exclude, include, repeat)");
+                 "runtime, plugins) or the sweep's (name, description, launcher, matrix, exclude, include, repeat, report)");
   }
   for (const char* key : {"name", "description"})
     if (const YAML::Node n = exp.root[key]; n && !n.IsScalar()) diag.error(n, key, "expected a string");
@@ -80,6 +81,7 @@ ExperimentFile load_experiment_file(const fs::path& file, const std::vector<std:
   for (const char* key : {"exclude", "include"})
     if (const YAML::Node n = exp.root[key]; n && !n.IsNull() && !n.IsSequence())
       diag.error(n, key, "expected a list of mappings (axis: value)");
+  parse_report_options(exp.root, diag);
   try {
     diag.throw_if_any();
   } catch (const ConfigError& e) {

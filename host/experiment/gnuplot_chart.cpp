@@ -1,5 +1,6 @@
 #include "experiment/gnuplot_chart.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -60,23 +61,43 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
     // One block per series, separated by two blank lines: gnuplot's `index`.
     for (const auto& s : chart.series) {
       out << "# " << s.title << "\n";
-      for (const auto& [x, y] : s.points) out << x << " " << y << "\n";
+      for (std::size_t i = 0; i < s.points.size(); ++i) {
+        out << s.points[i].first << " " << s.points[i].second;
+        if (!s.errors.empty()) out << " " << s.errors[i].first << " " << s.errors[i].second;
+        out << "\n";
+      }
       out << "\n\n";
     }
   }
   {
     std::ofstream gp(script);
-    gp << "set terminal " << terminal << " size 900,560\n"
+    // Long legends go below the plot, one entry a line, so that they never cover the curves; the image
+    // grows with them.
+    std::size_t longest = 0;
+    for (const auto& s : chart.series) longest = std::max(longest, s.title.size());
+    const bool below = longest > 28;
+    const int height = 560 + (below ? 20 + 20 * static_cast<int>(chart.series.size()) : 0);
+    gp << "set terminal " << terminal << " size 900," << height << "\n"
        << "set output " << quoted(png.string()) << "\n"
        << "set title " << quoted(chart.title) << "\n"
        << "set xlabel " << quoted(chart.xlabel) << "\nset ylabel " << quoted(chart.ylabel) << "\n"
        << "set termoption noenhanced\n"  // titles are config values: lstm_lm is no subscript
-       << "set grid\nset key outside right top\n";
+       << "set grid\n"
+       << (below ? "set bmargin " + std::to_string(chart.series.size() + 4) +  // the x label, then the key
+                       "\nset key bmargin left Left reverse vertical maxrows " + std::to_string(chart.series.size()) + "\n"
+                 : std::string("set key outside right top\n"));
     if (chart.integer_x) gp << "set xtics 1\nset offsets 0.25, 0.25, 0, 0\n";
     gp << "plot ";
-    for (std::size_t i = 0; i < chart.series.size(); ++i)
-      gp << (i ? ", \\\n     " : "") << quoted(data.string()) << " index " << i << " using 1:2 with "
-         << (chart.points ? "linespoints" : "lines") << " title " << quoted(chart.series[i].title);
+    for (std::size_t i = 0; i < chart.series.size(); ++i) {
+      // Error bars of series at the same x would hide each other: shift each series a little sideways.
+      const double dodge = chart.integer_x ? (static_cast<double>(i) - (chart.series.size() - 1) / 2.0) * 0.06 : 0;
+      gp << (i ? ", \\\n     " : "") << quoted(data.string()) << " index " << i
+         << (chart.series[i].errors.empty() ? " using 1:2 with "
+                                            : " using ($1+" + std::to_string(dodge) + "):2:3:4 with ")
+         << (!chart.series[i].errors.empty() ? "yerrorlines" : chart.points ? "linespoints" : "lines")
+         // gnuplot has 8 colours: the next 8 lines are dashed, so that none looks like another.
+         << " linetype " << i % 8 + 1 << " dashtype " << i / 8 % 5 + 1 << " title " << quoted(chart.series[i].title);
+    }
     if (chart.series.empty()) gp << "NaN title \"no data\"";
     gp << "\n";
   }

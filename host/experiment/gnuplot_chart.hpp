@@ -11,6 +11,8 @@ namespace gradsweep::experiment {
 struct ChartSeries {
   std::string title;
   std::vector<std::pair<double, double>> points;  // drawn in this order
+  // Error bars (low, high) parallel to points, or empty for none.
+  std::vector<std::pair<double, double>> errors;
 };
 
 struct Chart {

@@ -1,6 +1,8 @@
 #include "experiment/launcher_local.hpp"
 
+#include "experiment/machine_load.hpp"
 #include "experiment/provenance.hpp"
+#include "experiment/run_order.hpp"
 #include "util/atomic_file.hpp"
 
 #include <fcntl.h>
@@ -137,7 +139,7 @@ LaunchResult LocalLauncher::run(const std::vector<PlannedCell>& cells, const Lau
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
   }
   LaunchResult result;
-  for (const PlannedCell& cell : cells) {
+  for (const PlannedCell& cell : interleaved_order(cells)) {
     if (options.stop_requested != nullptr && options.stop_requested->load()) {
       result.stopped = true;
       break;
@@ -156,15 +158,17 @@ LaunchResult LocalLauncher::run(const std::vector<PlannedCell>& cells, const Lau
     running.launcher = name();
     running.job = std::to_string(::getpid());
     write_cell_status(cell.dir, running);
-    write_provenance(cell.dir, start, "");
+    const LoadSample load_before = sample_load();
+    write_provenance(cell.dir, start, "", {{"loadavg_start", load_before.loadavg}});
 
     const pid_t pid = spawn(argv, cell.dir / "launcher.log");
     const JobEnd end = wait_for(pid, cell, options, progress);
+    const nlohmann::json load = load_record(load_before, sample_load());
     CellStatus status = status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);
     status.launcher = name();
     status.job = running.job;
     write_cell_status(cell.dir, status);
-    write_provenance(cell.dir, start, utc_now_iso8601());
+    write_provenance(cell.dir, start, utc_now_iso8601(), load);
     progress.cell_finished(cell, status);
 
     switch (status.state) {

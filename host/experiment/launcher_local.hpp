@@ -1,5 +1,5 @@
 #pragma once
-// Runs cells one after another on this machine: `mpirun --oversubscribe --bind-to none -np N` for N =
+// Runs cells one after another on this machine, repeats interleaved (run_order.hpp): `mpirun --oversubscribe --bind-to none -np N` for N =
 // nodes x ranks_per_node ranks (a plain process for one rank). More ranks than cores is allowed: the
 // ranks then share the cores, each with cores / ranks threads (at least one) unless the cell says.
 //

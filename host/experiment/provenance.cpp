@@ -88,10 +88,12 @@ const nlohmann::json& machine_provenance() {
   return facts;
 }
 
-void write_provenance(const std::filesystem::path& cell_dir, const std::string& start, const std::string& end) {
+void write_provenance(const std::filesystem::path& cell_dir, const std::string& start, const std::string& end,
+                      const nlohmann::json& load) {
   nlohmann::json j = machine_provenance();
   j["start"] = start;
   j["end"] = end;
+  if (!load.is_null()) j["load"] = load;
   util::write_file_atomically(cell_dir / "provenance.json", j.dump(2) + "\n");
 }
 

@@ -3,7 +3,10 @@
 // machines, builds and days can be told apart:
 //
 //   {"gradsweep": {"version", "commit", "dirty"}, "libtorch", "open_mpi", "nccl", "cuda",
-//    "host", "cpu", "gpu", "start", "end"}
+//    "host", "cpu", "gpu", "start", "end", "load"}
+//
+// "load" (local launcher only): load averages at start and end and the CPU other processes used during
+// the run (machine_load.hpp).
 //
 // The commit is read at run time from the source tree the binary was built from (git describe), and
 // falls back to what CMake recorded at configure time when that tree is gone.
@@ -18,7 +21,9 @@ namespace gradsweep::experiment {
 const nlohmann::json& machine_provenance();
 
 // Writes provenance.json with `start` (ISO 8601 UTC) and `end` ("" while the cell runs), atomically.
-void write_provenance(const std::filesystem::path& cell_dir, const std::string& start, const std::string& end);
+// `load` (machine_load.hpp), when not null, is stored as "load".
+void write_provenance(const std::filesystem::path& cell_dir, const std::string& start, const std::string& end,
+                      const nlohmann::json& load = nullptr);
 
 // The `start` of the cell's provenance.json, "" when there is none. A writer in another process (the Slurm
 // batch script runs `gradsweep cell-provenance DIR --start`, then srun, then `... --end`) keeps no start

@@ -1,13 +1,17 @@
 #include "experiment/report.hpp"
 
 #include "experiment/cell_status.hpp"
+#include "experiment/comparison_table.hpp"
 #include "experiment/gnuplot_chart.hpp"
+#include "experiment/machine_load.hpp"
+#include "experiment/series_labels.hpp"
 #include "util/atomic_file.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -16,134 +20,202 @@ namespace gradsweep::experiment {
 namespace fs = std::filesystem;
 namespace {
 
-struct FinishedCell {
-  const PlannedCell* cell;
-  nlohmann::json summary;
-  std::string label;     // axes, for per-cell lines
-  std::string group;     // strategy (and model when the sweep has several)
-  std::string model_key; // the one-rank baseline is per model
-};
-
-std::string axes_label(const PlannedCell& cell) {
-  std::string text;
-  for (const auto& [k, v] : cell.axes) text += (text.empty() ? "" : " ") + k + "=" + v;
-  return text.empty() ? cell.id : text;
-}
-
-std::vector<FinishedCell> finished_cells(const SweepPlan& plan) {
-  std::vector<FinishedCell> cells;
-  for (const auto& cell : plan.cells) {
-    if (!is_cell_done(cell.dir, cell.config_hash)) continue;
-    std::ifstream in(cell.dir / "summary.json");
-    try {
-      const auto summary = nlohmann::json::parse(in);
-      std::string model = summary.value("model", "?");
-      const auto& config = summary.value("config", nlohmann::json::object());
-      if (config.contains("model") && config["model"].contains("preset"))
-        model += " " + config["model"]["preset"].get<std::string>();
-      cells.push_back({&cell, summary, axes_label(cell), summary.value("strategy", "?"), model});
-    } catch (const std::exception&) {
-    }
-  }
-  std::set<std::string> models;
-  for (const auto& c : cells) models.insert(c.model_key);
-  if (models.size() > 1)
-    for (auto& c : cells) c.group += " (" + c.model_key + ")";
-  return cells;
-}
-
 double number(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
 }
 
-// One series per group, x = nodes (or ranks), y = f(cell); NaN values are left out.
-template <class F>
-std::vector<ChartSeries> per_group(const std::vector<FinishedCell>& cells, bool by_nodes, F y) {
-  std::map<std::string, ChartSeries> groups;
-  for (const auto& c : cells) {
-    const double value = y(c);
-    if (!std::isfinite(value)) continue;
-    auto& s = groups[c.group];
-    s.title = c.group;
-    s.points.emplace_back(by_nodes ? c.cell->nodes : c.cell->world_size(), value);
+bool is_x_axis(const std::string& axis) { return axis == "nodes" || axis == "ranks_per_node" || axis == "seed"; }
+
+// Per finished cell, the name of its line in the per-configuration charts: what differs between the cells
+// once the x axis (nodes, ranks) and the seed are left out.
+std::vector<std::string> line_names(const SweepPlan& plan, const Comparison& c) {
+  std::vector<AxisValues> items;
+  for (const auto& cell : plan.cells) {
+    AxisValues axes;
+    for (const auto& kv : cell.axes)
+      if (!is_x_axis(kv.first)) axes.push_back(kv);
+    items.push_back(axes);
   }
+  std::string fallback = "all cells";
+  for (const auto& cell : c.cells)
+    if (cell.ok) fallback = cell.summary.value("strategy", fallback);
+  return distinct_labels(items, fallback);
+}
+
+// One series per line name, x = nodes (or ranks), y = the median of f over the cells at that x, with
+// error bars (the 95% interval) when some point has two or more values.
+template <class F>
+std::vector<ChartSeries> per_line(const SweepPlan& plan, const Comparison& c, bool by_nodes, F y) {
+  const auto names = line_names(plan, c);
+  std::map<std::string, std::map<double, std::vector<double>>> values;
+  std::vector<std::string> order;
+  for (std::size_t i = 0; i < plan.cells.size(); ++i) {
+    if (!c.cells[i].ok) continue;
+    const double v = y(i);
+    if (!std::isfinite(v)) continue;
+    if (!values.count(names[i])) order.push_back(names[i]);
+    values[names[i]][by_nodes ? plan.cells[i].nodes : plan.cells[i].world_size()].push_back(v);
+  }
+  bool bars = false;
+  for (const auto& [name, xs] : values)
+    for (const auto& [x, vs] : xs) bars = bars || vs.size() > 1;
   std::vector<ChartSeries> out;
-  for (auto& [name, s] : groups) {
-    std::sort(s.points.begin(), s.points.end());
+  for (const auto& name : order) {
+    ChartSeries s{name, {}, {}};
+    for (const auto& [x, vs] : values[name]) {
+      const Summary sum = summarize(vs);
+      s.points.emplace_back(x, sum.median);
+      if (bars) s.errors.emplace_back(sum.has_interval ? sum.low : sum.median, sum.has_interval ? sum.high : sum.median);
+    }
     out.push_back(std::move(s));
   }
   return out;
 }
 
 // (step, loss) and (seconds since the start, loss) from a cell's metrics.jsonl.
-std::pair<ChartSeries, ChartSeries> loss_curves(const FinishedCell& c) {
-  ChartSeries by_step{c.label, {}}, by_time{c.label, {}};
-  std::ifstream in(c.cell->dir / "metrics.jsonl");
+std::pair<ChartSeries, ChartSeries> loss_curves(const fs::path& cell_dir, const std::string& label) {
+  ChartSeries by_step{label, {}, {}}, by_time{label, {}, {}};
+  std::ifstream in(cell_dir / "metrics.jsonl");
   double seconds = 0;
   for (std::string line; std::getline(in, line);) {
-    try {
-      const auto j = nlohmann::json::parse(line);
-      if (j.contains("time_s") && j["time_s"].is_object()) seconds += j["time_s"].value("step", 0.0);
-      if (!j.contains("loss") || !j["loss"].is_number()) continue;
-      by_step.points.emplace_back(j.value("step", 0), j["loss"].get<double>());
-      by_time.points.emplace_back(seconds, j["loss"].get<double>());
-    } catch (const std::exception&) {
-    }
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    if (j.contains("time_s") && j["time_s"].is_object()) seconds += j["time_s"].value("step", 0.0);
+    if (!j.contains("loss") || !j["loss"].is_number()) continue;
+    by_step.points.emplace_back(j.value("step", 0), j["loss"].get<double>());
+    by_time.points.emplace_back(seconds, j["loss"].get<double>());
   }
   return {by_step, by_time};
 }
 
-}  // namespace
-
-Report write_report(const SweepPlan& plan) {
-  Report report;
-  report.table = collect_results(plan);
-  write_results_csv(report.table, plan.out_dir / "results.csv");
-  report.markdown_table = to_markdown(report.table);
-
-  const auto cells = finished_cells(plan);
-  std::set<int> node_counts;
-  for (const auto& c : cells) node_counts.insert(c.cell->nodes);
-  const bool by_nodes = node_counts.size() > 1;
-  const std::string x = by_nodes ? "nodes" : "ranks (one node)";
-
-  // One-rank baseline per model: the mean tokens/s of its one-rank cells.
-  std::map<std::string, std::pair<double, int>> base;
-  for (const auto& c : cells)
-    if (c.cell->world_size() == 1 && std::isfinite(number(c.summary, "tokens_per_sec"))) {
-      base[c.model_key].first += number(c.summary, "tokens_per_sec");
-      base[c.model_key].second += 1;
+// The loss charts: one line per finished cell, named by what differs between the cells (a repetition
+// with the same seed gets its round).
+void add_loss_charts(const SweepPlan& plan, const Comparison& c, std::vector<Chart>& charts) {
+  std::vector<AxisValues> items;
+  std::vector<std::size_t> shown;
+  for (std::size_t i = 0; i < plan.cells.size(); ++i)
+    if (c.cells[i].ok) {
+      items.push_back(plan.cells[i].axes);
+      shown.push_back(i);
     }
-
-  std::vector<Chart> charts;
-  charts.push_back({"throughput", "Training throughput", x, "tokens/s",
-                    per_group(cells, by_nodes, [](const FinishedCell& c) { return number(c.summary, "tokens_per_sec"); }),
-                    true, true});
-  charts.push_back({"efficiency", "Scaling efficiency vs one rank", x, "tokens/s / (ranks x one-rank tokens/s)",
-                    per_group(cells, by_nodes,
-                              [&](const FinishedCell& c) -> double {
-                                const auto it = base.find(c.model_key);
-                                if (it == base.end()) return NAN;
-                                return number(c.summary, "tokens_per_sec") /
-                                       (c.cell->world_size() * it->second.first / it->second.second);
-                              }),
-                    true, true});
+  auto labels = distinct_labels(items, "cell");
+  std::map<std::string, int> uses;
+  for (const auto& l : labels) ++uses[l];
   Chart by_step{"loss_step", "Training loss vs step", "step", "loss (nats)", {}, false, false};
   Chart by_time{"loss_time", "Training loss vs wall-clock time", "seconds", "loss (nats)", {}, false, false};
-  for (const auto& c : cells) {
-    auto [s, t] = loss_curves(c);
+  for (std::size_t k = 0; k < shown.size(); ++k) {
+    const std::size_t i = shown[k];
+    const std::string label = uses[labels[k]] > 1 ? labels[k] + " run " + std::to_string(c.cells[i].round + 1) : labels[k];
+    auto [s, t] = loss_curves(plan.cells[i].dir, label);
     by_step.series.push_back(std::move(s));
     by_time.series.push_back(std::move(t));
   }
   charts.push_back(by_step);
   charts.push_back(by_time);
-  charts.push_back({"bytes", "Bytes sent per step (rank 0)", x, "bytes",
-                    per_group(cells, by_nodes, [](const FinishedCell& c) { return number(c.summary, "bytes_sent_per_step"); }),
-                    true, true});
-  charts.push_back({"memory", "Peak resident memory (rank 0)", x, "MiB",
-                    per_group(cells, by_nodes, [](const FinishedCell& c) { return number(c.summary, "peak_rss_mb"); }),
-                    true, true});
+}
 
+std::vector<Chart> build_charts(const SweepPlan& plan, const Comparison& c) {
+  std::set<int> node_counts;
+  for (std::size_t i = 0; i < plan.cells.size(); ++i)
+    if (c.cells[i].ok) node_counts.insert(plan.cells[i].nodes);
+  const bool by_nodes = node_counts.size() > 1;
+  const std::string x = by_nodes ? "nodes" : "ranks (one node)";
+  const auto metric = [&](const char* key) { return [&c, key](std::size_t i) { return number(c.cells[i].summary, key); }; };
+
+  // One-rank baseline per model: the mean tokens/s of its one-rank cells.
+  std::map<std::string, std::pair<double, int>> base;
+  const auto model_of = [&](std::size_t i) { return c.cells[i].summary.value("model", "?"); };
+  for (std::size_t i = 0; i < plan.cells.size(); ++i)
+    if (c.cells[i].ok && plan.cells[i].world_size() == 1 && std::isfinite(number(c.cells[i].summary, "tokens_per_sec"))) {
+      base[model_of(i)].first += number(c.cells[i].summary, "tokens_per_sec");
+      base[model_of(i)].second += 1;
+    }
+  std::vector<Chart> charts;
+  auto throughput = per_line(plan, c, by_nodes, metric("tokens_per_sec"));
+  const bool bars = !throughput.empty() && !throughput.front().errors.empty();
+  charts.push_back({"throughput", bars ? "Training throughput (median, 95% interval)" : "Training throughput", x,
+                    "tokens/s", std::move(throughput), true, true});
+  charts.push_back({"efficiency", "Scaling efficiency vs one rank", x, "tokens/s / (ranks x one-rank tokens/s)",
+                    per_line(plan, c, by_nodes,
+                             [&](std::size_t i) -> double {
+                               const auto it = base.find(model_of(i));
+                               if (it == base.end()) return NAN;
+                               return number(c.cells[i].summary, "tokens_per_sec") /
+                                      (plan.cells[i].world_size() * it->second.first / it->second.second);
+                             }),
+                    true, true});
+  add_loss_charts(plan, c, charts);
+  charts.push_back({"bytes", "Bytes sent per step (rank 0)", x, "bytes",
+                    per_line(plan, c, by_nodes, metric("bytes_sent_per_step")), true, true});
+  charts.push_back({"memory", "Peak resident memory (rank 0)", x, "MiB",
+                    per_line(plan, c, by_nodes, metric("peak_rss_mb")), true, true});
+  return charts;
+}
+
+// "## Machine load" when other processes took a quarter of the cores or more during some cells.
+std::string load_section(const SweepPlan& plan, const Comparison& c, std::vector<std::string>& warnings) {
+  int high = 0, known = 0;
+  double worst = 0;
+  std::string worst_id;
+  for (std::size_t i = 0; i < plan.cells.size(); ++i) {
+    if (!c.cells[i].ok) continue;
+    std::ifstream in(plan.cells[i].dir / "provenance.json");
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_object() || !j.contains("load") || !j["load"].contains("other_cores")) continue;
+    ++known;
+    const double other = j["load"]["other_cores"].get<double>();
+    if (load_was_high(j["load"], j.value("cpus", 1))) ++high;
+    if (other > worst) worst = other, worst_id = plan.cells[i].id;
+  }
+  if (high == 0) return "";
+  char text[160];
+  std::snprintf(text, sizeof text, "%d of %d cells ran while other processes used a quarter of the cores or more "
+                "(the most: %.2f cores during cell %s)", high, known, worst, worst_id.c_str());
+  warnings.push_back(std::string("machine load was high: ") + text);
+  return "## Machine load\n\n**" + std::string(text) + ".** Their speed figures are noisier than the others'; "
+         "the intervals above include that noise only when it hit every repeat alike. `load` in "
+         "`cells/<id>/provenance.json` has the figures.\n\n";
+}
+
+}  // namespace
+
+Report write_report(const SweepPlan& plan) { return write_report(plan, ReportOptions{}); }
+
+Report write_report(const SweepPlan& plan, const ReportOptions& command_line) {
+  // The experiment file's report section, with the command line's values over it.
+  ReportOptions options = read_report_options(plan.out_dir);
+  std::string baseline_source = "report.baseline", target_source = "report.target_loss";
+  if (!command_line.baseline.empty()) options.baseline = command_line.baseline, baseline_source = "--baseline";
+  if (command_line.target_loss) options.target_loss = command_line.target_loss, target_source = "--target-loss";
+  // Before anything is written: a bad --baseline leaves the previous report as it was. A bad baseline in
+  // the experiment file does not cost the report at the end of a long run: it falls back to the first
+  // group, with a warning.
+  Report report;
+  Comparison comparison;
+  try {
+    comparison = compare_cells(plan, options, baseline_source, target_source);
+  } catch (const std::invalid_argument& e) {
+    if (baseline_source == "--baseline") throw;
+    report.warnings.push_back(std::string(e.what()) + "; comparing with the first group instead");
+    options.baseline.clear();
+    comparison = compare_cells(plan, options, baseline_source, target_source);
+  }
+
+  report.table = collect_results(plan);
+  add_comparison_columns(report.table, comparison);
+  report.markdown_table = to_markdown(report.table);
+  report.comparison_markdown = comparison_markdown(comparison);
+  if (std::isfinite(comparison.target_loss)) {
+    bool reached = false;
+    for (const auto& g : comparison.groups) reached = reached || g.reached > 0;
+    char target[32];
+    std::snprintf(target, sizeof target, "%.4g", comparison.target_loss);
+    if (!reached)
+      report.warnings.push_back(std::string("no cell reached the target val loss ") + target + " (" +
+                                comparison.target_source + ")");
+  }
+
+  const auto charts = build_charts(plan, comparison);
   const fs::path plots_dir = plan.out_dir / "plots";
   for (const auto& chart : charts) {
     try {
@@ -160,9 +232,12 @@ Report write_report(const SweepPlan& plan) {
   md += std::to_string(ok) + " of " + std::to_string(plan.cells.size()) +
         " cells finished ok. Every column of every cell: [results.csv](results.csv); per cell: `cells/<id>/`.\n\n";
   md += report.markdown_table + "\n";
+  md += report.comparison_markdown;
+  md += load_section(plan, comparison, report.warnings);
   if (!report.plot_problem.empty()) md += "Plots could not be drawn: " + report.plot_problem + "\n";
   for (std::size_t i = 0; i < report.plots.size(); ++i)
     md += "## " + charts[i].title + "\n\n![" + charts[i].title + "](plots/" + report.plots[i].filename().string() + ")\n\n";
+  write_results_csv(report.table, plan.out_dir / "results.csv");
   util::write_file_atomically(plan.out_dir / "report.md", md);
   return report;
 }

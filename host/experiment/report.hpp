@@ -3,12 +3,15 @@
 // embedding them.
 //
 // Plots (DIR/plots/*.png), from the cells that finished ok:
-//   throughput.png   tokens/s vs node count, one line per strategy (vs ranks when every cell has one node)
+//   throughput.png   tokens/s vs node count (vs ranks when every cell has one node), one line per
+//                    configuration, named by what differs (series_labels.hpp); with repeats the median
+//                    and its 95% interval as error bars (also efficiency, bytes, memory)
 //   efficiency.png   scaling efficiency: tokens/s / (ranks x tokens/s of the one-rank cell of the same model)
-//   loss_step.png    training loss vs step, one line per cell
+//   loss_step.png    training loss vs step, one line per cell; long legends go below the plot
 //   loss_time.png    training loss vs wall-clock time (sum of step times), one line per cell
 //   bytes.png        bytes sent per step (rank 0) vs node count, per strategy
 //   memory.png       peak resident memory (rank 0) vs node count, per strategy
+#include "experiment/report_options.hpp"
 #include "experiment/results_table.hpp"
 #include "experiment/sweep_plan.hpp"
 
@@ -23,8 +26,14 @@ struct Report {
   std::string markdown_table;
   std::vector<std::filesystem::path> plots;
   std::string plot_problem;  // why plots are missing ("" when all were drawn)
+  std::string comparison_markdown;     // the comparison and time-to-target sections (comparison_table.hpp)
+  std::vector<std::string> warnings;   // target reached by no cell, high machine load
 };
 
+// report.md also compares the cell groups with a baseline (comparison.hpp), steered by the experiment's
+// `report` section (report_options.hpp) and, over it, by `command_line`. Throws std::invalid_argument
+// for a baseline that is not in the sweep, before anything is written.
 Report write_report(const SweepPlan& plan);
+Report write_report(const SweepPlan& plan, const ReportOptions& command_line);
 
 }  // namespace gradsweep::experiment

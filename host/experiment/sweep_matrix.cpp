@@ -47,8 +47,38 @@ void set_axis(YAML::Node& root, const std::string& axis, const YAML::Node& value
     set_path(root, axis_path(axis), value);
 }
 
-// repeat: N, or {seeds: [...]}: the seed of each repetition (nullopt: the cell's own, plus the repetition).
-std::vector<std::optional<std::int64_t>> repeat_seeds(const YAML::Node& root, Diagnostics& diag) {
+// repeat: {count: N, vary_seed: true|false}; vary_seed defaults to true, as repeat: N.
+void parse_repeat_count(const YAML::Node& repeat, Diagnostics& diag, std::vector<std::optional<std::int64_t>>& seeds,
+                        bool& vary_seed) {
+  for (const auto& item : repeat) {
+    const std::string key = item.first.as<std::string>();
+    if (key != "count" && key != "vary_seed")
+      diag.error(item.first, "repeat." + key, "unknown key; repeat: {count: N, vary_seed: true|false}");
+  }
+  long long n = 0;
+  try {
+    n = repeat["count"].as<long long>();
+  } catch (const YAML::Exception&) {
+  }
+  if (n < 1)
+    diag.error(repeat["count"], "repeat.count", "expected a positive integer, got '" + value_text(repeat["count"]) + "'");
+  else if (n > kMaxRepeats)
+    diag.error(repeat["count"], "repeat.count", value_text(repeat["count"]) + " repetitions is more than the " +
+                                                    std::to_string(kMaxRepeats) + " allowed");
+  else
+    seeds.assign(static_cast<std::size_t>(n), std::nullopt);
+  if (const YAML::Node v = repeat["vary_seed"]) {
+    try {
+      vary_seed = v.as<bool>();
+    } catch (const YAML::Exception&) {
+      diag.error(v, "repeat.vary_seed", "expected true or false, got '" + value_text(v) + "'");
+    }
+  }
+}
+
+// repeat: N, {seeds: [...]} or {count: N, vary_seed: ...}: the seed of each repetition (nullopt: the cell's
+// own, plus the repetition unless vary_seed is false).
+std::vector<std::optional<std::int64_t>> repeat_seeds(const YAML::Node& root, Diagnostics& diag, bool& vary_seed) {
   std::vector<std::optional<std::int64_t>> seeds{std::nullopt};
   if (const YAML::Node repeat = root["repeat"]) {
     if (repeat.IsScalar()) {
@@ -64,6 +94,9 @@ std::vector<std::optional<std::int64_t>> repeat_seeds(const YAML::Node& root, Di
                                          " allowed (each repetition is a whole run of every cell)");
       else
         seeds.assign(static_cast<std::size_t>(n), std::nullopt);
+    } else if (repeat.IsMap() && repeat["count"]) {
+      // {count: N, vary_seed: false}: N runs of one configuration and one seed, for speed comparisons.
+      parse_repeat_count(repeat, diag, seeds, vary_seed);
     } else if (repeat.IsMap() && repeat["seeds"] && repeat["seeds"].IsSequence() && repeat.size() == 1 &&
                repeat["seeds"].size() > 0) {
       seeds.clear();
@@ -75,7 +108,7 @@ std::vector<std::optional<std::int64_t>> repeat_seeds(const YAML::Node& root, Di
         }
       }
     } else {
-      diag.error(repeat, "repeat", "expected a positive integer or {seeds: [s1, s2, ...]}");
+      diag.error(repeat, "repeat", "expected a positive integer, {seeds: [s1, s2, ...]} or {count: N, vary_seed: false}");
     }
   }
   return seeds;
@@ -174,7 +207,7 @@ SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag, std::size_t
     }
   }
 
-  const std::vector<std::optional<std::int64_t>> seeds = repeat_seeds(root, diag);
+  const std::vector<std::optional<std::int64_t>> seeds = repeat_seeds(root, diag, m.vary_seed);
   if (!within_cell_limit(root, m.axes, sizes, seeds.size(), max_cells, diag)) return m;
 
   // Every combination, the last axis fastest.
@@ -248,7 +281,7 @@ SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag, std::size_t
   }
 
   m.repeats = static_cast<int>(std::max<std::size_t>(seeds.size(), 1));
-  if (m.repeats > 1 && find_axis(m.axes, "seed") < 0) m.axes.push_back({"seed", "train.seed"});
+  if (m.repeats > 1 && m.vary_seed && find_axis(m.axes, "seed") < 0) m.axes.push_back({"seed", "train.seed"});
   for (const auto& p : base)
     for (std::size_t r = 0; r < seeds.size(); ++r) {
       MatrixPoint point = p;
@@ -273,7 +306,7 @@ void apply_point(YAML::Node& root, const SweepMatrix& matrix, const MatrixPoint&
       set_axis(root, item.first.as<std::string>(), value(item.second));
   if (point.seed) {
     set_path(root, "train.seed", YAML::Node(*point.seed));
-  } else if (point.repeat > 0) {
+  } else if (point.repeat > 0 && matrix.vary_seed) {
     // repeat: N: the cell's own seed (default 1234, as in the host's schema), plus the repetition.
     std::int64_t seed = 1234;
     if (const YAML::Node s = find_path(root, "train.seed"); s && s.IsScalar()) {

@@ -5,6 +5,8 @@
 //   exclude: [{axis: value or [values]}] drops the combinations that match every key of one entry
 //   include: [{key: value, ...}]         adds one cell per entry (keys: axes or any config path)
 //   repeat:  N | {seeds: [s, ...]}       each cell N times with train.seed, seed+1, ... (or the seeds given)
+//            {count: N, vary_seed: false} each cell N times with the same seed (speed comparisons); the
+//                                         repetition is then part of the cell's identity
 //
 // An axis is any configuration key path ("train.micro_batch", "model.preset") or a short name:
 // strategy (strategy.name; a mapping value replaces the whole strategy section), model (model.name, idem),
@@ -41,6 +43,7 @@ struct SweepMatrix {
   std::vector<Axis> axes;            // matrix axes, then keys that only include entries set
   std::vector<MatrixPoint> points;   // the cells, before deduplication
   int repeats = 1;
+  bool vary_seed = true;             // false: repeat: {count: N, vary_seed: false}
 };
 
 // The configuration key an axis name sets ("nodes" -> "launcher.nodes"); other names are paths already.

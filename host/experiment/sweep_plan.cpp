@@ -282,6 +282,8 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
     for (const auto& p : config->plugin_paths) resolved["plugins"]["paths"].push_back(absolute_text(p));
   nlohmann::json identity{{"cell", canonical_json(resolved)},
                           {"launcher", {{"nodes", nodes}, {"ranks_per_node", per_node}}}};
+  // Repeats with one seed resolve to one configuration: the repetition tells them apart.
+  if (!matrix.vary_seed && point.repeat > 0) identity["repeat"] = point.repeat;
 
   BuiltCell built;
   PlannedCell& cell = built.cell;

@@ -1,0 +1,136 @@
+// The report's comparison over cells written to disk as a finished sweep leaves them (status.json,
+// summary.json, metrics.jsonl), with known numbers: groups, paired ratios and verdicts, time-to-target,
+// the results.csv columns, and the messages for a bad baseline, a one-run group and an unreached target.
+#include "experiment/cell_status.hpp"
+#include "experiment/comparison.hpp"
+#include "experiment/comparison_table.hpp"
+#include "experiment/report.hpp"
+
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace gradsweep {
+namespace {
+namespace fs = std::filesystem;
+using namespace experiment;
+
+// A finished cell: tokens/s `speed`, evaluations at steps 9 and 19 with val losses 4 and `final_loss`,
+// steps of 1 s and 100 bytes, 64 tokens a step.
+void add_cell(SweepPlan& plan, const std::string& strategy, int round, double speed, double final_loss) {
+  PlannedCell cell;
+  cell.id = strategy + std::to_string(round);
+  cell.config_hash = "hash-" + cell.id;
+  cell.dir = plan.out_dir / "cells" / cell.id;
+  cell.axes = {{"strategy", strategy}, {"seed", std::to_string(100 + round)}};
+  cell.repeat = round;
+  fs::create_directories(cell.dir);
+  std::string metrics;
+  for (int step = 0; step < 20; ++step) {
+    nlohmann::json j{{"step", step}, {"loss", 5.0}, {"time_s", {{"step", 1.0}}}, {"bytes_sent", 100}};
+    if (step == 9) j["val_loss"] = 4.0;
+    if (step == 19) j["val_loss"] = final_loss;
+    metrics += j.dump() + "\n";
+  }
+  test::write_text(cell.dir / "metrics.jsonl", metrics);
+  const nlohmann::json summary{{"status", "ok"}, {"strategy", strategy}, {"model", "gpt2"},
+                               {"tokens_per_sec", speed}, {"step_time_s", 64 / speed},
+                               {"val_loss", final_loss}, {"tokens_per_step", 64}};
+  test::write_text(cell.dir / "summary.json", summary.dump());
+  CellStatus status;
+  status.state = CellState::Ok;
+  status.config_hash = cell.config_hash;
+  write_cell_status(cell.dir, status);
+  plan.cells.push_back(cell);
+}
+
+SweepPlan sweep(const fs::path& dir) {
+  SweepPlan plan;
+  plan.name = "synthetic";
+  plan.out_dir = dir;
+  plan.axes = {"strategy", "seed"};
+  // Rounds drift together (1000, 900, 1100): ring is 20% faster in each, fast is equal to single.
+  const double drift[] = {1000, 900, 1100};
+  for (int r = 0; r < 3; ++r) add_cell(plan, "single", r, drift[r], 3.0);
+  for (int r = 0; r < 3; ++r) add_cell(plan, "ring", r, 1.2 * drift[r], 3.2);
+  for (int r = 0; r < 3; ++r) add_cell(plan, "same", r, drift[r] * (r == 1 ? 1.03 : 0.98), 2.0);
+  add_cell(plan, "lonely", 0, 1500, 3.5);
+  return plan;
+}
+
+TEST(Comparison, GroupsPairsAndVerdicts) {
+  const SweepPlan plan = sweep(test::scratch_dir());
+  ReportOptions options;
+  options.baseline = "single";
+  const Comparison c = compare_cells(plan, options, "--baseline", "--target-loss");
+  ASSERT_EQ(c.groups.size(), 4u);
+  EXPECT_EQ(c.groups[1].label, "strategy=ring");  // the seed is what repeats, not what is compared
+  EXPECT_EQ(c.groups[0].finished, 3);
+  EXPECT_DOUBLE_EQ(c.groups[0].tokens_per_sec.median, 1000);
+  // Pairing cancels the drift: every round's ratio is 1.2 exactly.
+  EXPECT_NEAR(c.groups[1].speed.ratio, 1.2, 1e-12);
+  EXPECT_EQ(speed_verdict(c, 1), "faster");
+  EXPECT_EQ(speed_verdict(c, 2), "not resolved");
+  EXPECT_EQ(speed_verdict(c, 0), "baseline");
+  EXPECT_EQ(speed_verdict(c, 3), "one round: no interval");
+  EXPECT_FALSE(c.groups[3].tokens_per_sec.has_interval);
+  // Target: single's final val loss, 3.0, reached at step 19 by single: 20 s, 1280 tokens, 2000 bytes.
+  EXPECT_DOUBLE_EQ(c.target_loss, 3.0);
+  EXPECT_DOUBLE_EQ(c.cells[0].to_target->seconds, 20);
+  EXPECT_DOUBLE_EQ(c.cells[0].to_target->tokens, 1280);
+  EXPECT_DOUBLE_EQ(c.cells[0].to_target->bytes, 2000);
+  EXPECT_FALSE(c.cells[3].to_target);  // ring ends at 3.2
+  // same: from 4.0 at step 9 (10 s) to 2.0 at step 19 (20 s), 3.0 is halfway: 15 s.
+  EXPECT_DOUBLE_EQ(c.groups[2].to_target_s.median, 15);
+}
+
+TEST(Comparison, ReportTablesAndColumns) {
+  const SweepPlan plan = sweep(test::scratch_dir());
+  ReportOptions options;
+  options.baseline = "strategy=single";
+  const Report report = write_report(plan, options);
+  const std::string md = test::read_text(plan.out_dir / "report.md");
+  EXPECT_NE(md.find("| strategy=ring | 3 | 1200 [9"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.2 [1.2, 1.2] | faster |"), std::string::npos) << md;
+  EXPECT_NE(md.find("1500 (one run, no interval)"), std::string::npos) << md;
+  EXPECT_NE(md.find("A group with one finished run has no interval"), std::string::npos);
+  EXPECT_NE(md.find("more tokens/s than the baseline, but misses the target"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1 | strategy=same | 3 of 3 | 15 [15, 15]"), std::string::npos) << md;
+  const std::string csv = test::read_text(plan.out_dir / "results.csv");
+  const std::string header = csv.substr(0, csv.find('\n')) + ",";
+  for (const char* column : {"group", "round", "speed_vs_baseline", "time_to_target_s", "tokens_to_target",
+                             "bytes_to_target", "target_loss", "group.n", "group.tokens_per_sec.median",
+                             "group.tokens_per_sec.ci95_low", "group.val_loss.ci95_high", "group.verdict",
+                             "group.speed_vs_baseline.ci95_low"})
+    EXPECT_NE(header.find(std::string(",") + column + ","), std::string::npos) << column;
+  EXPECT_NE(csv.find("not reached"), std::string::npos);
+}
+
+TEST(Comparison, BadBaselineWritesNothing) {
+  const SweepPlan plan = sweep(test::scratch_dir());
+  ReportOptions options;
+  options.baseline = "dps";
+  try {
+    write_report(plan, options);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--baseline 'dps' is not in the sweep"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'strategy=ring'"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(plan.out_dir / "results.csv"));
+  EXPECT_FALSE(fs::exists(plan.out_dir / "report.md"));
+}
+
+TEST(Comparison, UnreachedTargetIsSaid) {
+  const SweepPlan plan = sweep(test::scratch_dir());
+  ReportOptions options;
+  options.target_loss = 1.0;
+  const Report report = write_report(plan, options);
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_NE(report.warnings[0].find("no cell reached the target val loss 1 (--target-loss)"), std::string::npos);
+  EXPECT_NE(test::read_text(plan.out_dir / "report.md").find("No cell reached the target val loss 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gradsweep
