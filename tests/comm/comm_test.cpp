@@ -178,6 +178,18 @@ TEST(Forensics, CheckStopsAnotherSizeNamingBothSides) {
   EXPECT_TRUE(fs::exists(dumps / "verdict.json")) << r.output;
 }
 
+// The check must not cry wolf: the whole verify suite (every collective, algorithm, dtype, async, argument
+// errors) passes with it on, on 3 ranks.
+TEST(Forensics, CheckFindsNothingWrongInTheFullSuite) {
+  const auto r = test::run_command(mpirun(3, "-x GRADSWEEP_CHECK_COLLECTIVES " + collective_check("verify"),
+                                          "GRADSWEEP_CHECK_COLLECTIVES=1"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("mismatch"), std::string::npos) << r.output;
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("DONE rank " + std::to_string(rank) + " of 3 checks=[0-9]+ failures=0")))
+        << r.output;
+}
+
 TEST(Forensics, FailingRankAndTheRanksWaitingForItDump) {
   const auto [run, dumps] = misbehave(2, "throw 1", "GRADSWEEP_COMM_TIMEOUT=30 GRADSWEEP_CHECK_COLLECTIVES=0");
   const auto& r = run.result;
