@@ -63,6 +63,10 @@ HangVerdict judge_hang(const std::vector<RankProgress>& ranks) {
     if (std::find(behind.begin(), behind.end(), r->rank) != behind.end())
       waited_seq = waited_seq == 0 ? next_unfinished(*r) : std::min(waited_seq, next_unfinished(*r));
 
+  // Nobody waits inside a collective (the others wait in the collective check before it, or elsewhere):
+  // the one behind did not finish the next collective the others have not issued.
+  if (waited_seq == 0)
+    for (const auto* r : answered) waited_seq = waited_seq == 0 ? next_unfinished(*r) : std::min(waited_seq, next_unfinished(*r));
   HangVerdict verdict;
   const std::string collective =
       (waited_op.empty() ? "collective" : waited_op.substr(0, waited_op.find(" of "))) + " #" + std::to_string(waited_seq);

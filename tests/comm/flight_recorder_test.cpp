@@ -135,6 +135,17 @@ TEST(HangVerdict, ARankOutsideAnyCollectiveIsBehindTheRanksInside) {
   EXPECT_NE(v.message.find("rank 1 is not in any collective (finished #1"), std::string::npos) << v.message;
 }
 
+// runtime.check_collectives: the others wait in the check before #63, outside the collective itself.
+TEST(HangVerdict, SilentRankWhileTheOthersAreOutsideCollectives) {
+  RankProgress idle;
+  idle.rank = 0;
+  idle.answered = true;
+  idle.issued = idle.finished = 62;
+  RankProgress stopped;
+  stopped.rank = 1;
+  EXPECT_EQ(judge_hang({idle, stopped}).summary, "rank 1 did not finish collective #63");
+}
+
 TEST(HangVerdict, RanksInDifferentCallsOfTheSameNumberDisagree) {
   const auto v = judge_hang({waiting(0, 2, "allreduce of 4 float32 (16 B)"), waiting(1, 2, "barrier")});
   EXPECT_EQ(v.summary, "ranks disagree on collective #2: rank 0 allreduce of 4 float32 (16 B); rank 1 barrier");

@@ -158,6 +158,27 @@ TEST(RanksDisagree, SkippedCollectiveWithoutTheCheckEndsTheJob) {
   EXPECT_LT(seconds, 60.0) << r.output;
 }
 
+// A sweep goes on past cells that failed and says in results.csv's `failure` column what ended each.
+TEST(SweepFailures, ResultsSayWhichRankAndCollective) {
+  const fs::path dir = scratch_dir();
+  const fs::path corpus = byte_corpus();
+  write_text(dir / "s.yaml", "name: forensics\nmodel: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+             "strategy: {name: misbehaving, step: 2}\ndata: {train: " + (corpus / "train.bin").string() + ", val: " +
+             (corpus / "val.bin").string() + "}\ntrain: {steps: 6, batch_size: 8, seq_len: 32}\neval: {batches: 1}\n"
+             "metrics: {peak_flops: 1e10}\nruntime: {comm_timeout: 3, check_collectives: true}\n"
+             "plugins: {paths: [" + GRADSWEEP_TEST_STRATEGY_PLUGINS + "]}\nlauncher: {threads: 1}\ninclude:\n"
+             "  - {strategy.how: size, ranks_per_node: 2}\n  - {strategy.how: stop, ranks_per_node: 2}\n");
+  const auto r = run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 200 " +
+                             gradsweep_binary().string() + " run " + (dir / "s.yaml").string() + " --out " +
+                             (dir / "out").string());
+  EXPECT_NE(r.output.find("0 ok, 2 failed"), std::string::npos) << r.output;
+  const std::string csv = read_text(dir / "out" / "results.csv");
+  EXPECT_NE(csv.find(",failure"), std::string::npos) << csv;
+  EXPECT_TRUE(std::regex_search(csv, std::regex("size,2,failed,.*,mismatch: allreduce #[0-9]+"))) << csv;
+  EXPECT_TRUE(std::regex_search(csv, std::regex("stop,2,failed,.*,hang: rank 1 did not finish [a-z_ ]+ #[1-9][0-9]*")))
+      << csv;
+}
+
 // Each rank saves its own checkpoint; a job killed while saving can leave rank 0 with step 8 and rank 1
 // still at step 4. The ranks must resume together from step 4, and the run then ends as if never cut.
 TEST(Resume, RanksHoldingDifferentCheckpointsResumeFromTheNewestStepAllHold) {
