@@ -148,14 +148,13 @@ CallShape MpiCommunicator::shape(CommOp op, const torch::Tensor& tensor, int red
 }
 
 FlightRecorder::Scope MpiCommunicator::record(const CallShape& call) {
-  if (is_collective(call.op)) check_same_call(call);
-  return FlightRecorder::Scope(forensics_.recorder(), call);
+  if (!check_ || !is_collective(call.op)) return FlightRecorder::Scope(forensics_.recorder(), call);
+  return FlightRecorder::Scope(forensics_.recorder(), call, [&](std::uint64_t seq) { check_same_call(call, seq); });
 }
 
-void MpiCommunicator::check_same_call(const CallShape& call) {
+void MpiCommunicator::check_same_call(const CallShape& call, std::uint64_t seq) {
   if (!check_) return;
   const std::lock_guard<std::mutex> lock(check_mutex_);
-  const std::uint64_t seq = forensics_.recorder().collectives_issued() + 1;
   const Fingerprint mine = fingerprint_of(seq, call);
   std::vector<Fingerprint> all(static_cast<std::size_t>(size_));
   int rc;

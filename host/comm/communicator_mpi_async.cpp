@@ -86,8 +86,13 @@ sdk::Status MpiCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch:
     // Issued now, in the caller's order (and checked against the other ranks here when asked); running
     // and done as the worker runs it.
     const CallShape issued = shape(CommOp::AllreduceAsync, tensor, static_cast<int>(op), -1, ring);
-    check_same_call(issued);
     const std::uint64_t id = forensics_.recorder().issue(issued, false);
+    try {
+      check_same_call(issued, forensics_.recorder().seq_of(id));
+    } catch (...) {
+      forensics_.recorder().finish(id, false);
+      throw;
+    }
     auto recorded = [this, id, body = std::move(body)] {
       forensics_.recorder().start(id);
       sdk::Status status = body();

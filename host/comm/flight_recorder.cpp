@@ -144,12 +144,17 @@ std::uint64_t FlightRecorder::last_collective_finished() const {
   return last_finished_;
 }
 
-FlightRecorder::Scope::~Scope() { recorder_.finish(id_, std::uncaught_exceptions() == exceptions_); }
-
-std::uint64_t FlightRecorder::Scope::seq() const {
-  const std::lock_guard<std::mutex> lock(recorder_.mutex_);
-  const FlightEntry* e = recorder_.find(id_);
-  return e != nullptr ? e->seq : 0;
+FlightRecorder::Scope::~Scope() {
+  if (id_ != 0) recorder_.finish(id_, std::uncaught_exceptions() == exceptions_);
 }
+
+std::uint64_t FlightRecorder::seq_of(std::uint64_t id) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (id == 0) return 0;
+  const FlightEntry& e = slots_[(id - 1) % slots_.size()];
+  return e.id == id ? e.seq : 0;
+}
+
+std::uint64_t FlightRecorder::Scope::seq() const { return recorder_.seq_of(id_); }
 
 }  // namespace gradsweep::host

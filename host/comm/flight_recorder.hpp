@@ -67,6 +67,8 @@ class FlightRecorder {
   std::vector<FlightEntry> entries() const;
   std::size_t capacity() const { return slots_.size(); }
   std::uint64_t collectives_issued() const;
+  // The number of a call still held; 0 once overwritten.
+  std::uint64_t seq_of(std::uint64_t id) const;
   // The highest collective number that finished (done or failed); 0 when none.
   std::uint64_t last_collective_finished() const;
 
@@ -74,6 +76,20 @@ class FlightRecorder {
   class Scope {
    public:
     Scope(FlightRecorder& recorder, const CallShape& shape) : recorder_(recorder), id_(recorder.issue(shape, true)) {}
+    // Issued first, then `before(seq)` (runtime.check_collectives' exchange: a rank waiting there shows
+    // the call it is about to make), then running. A `before` that throws leaves the call failed.
+    template <class Before>
+    Scope(FlightRecorder& recorder, const CallShape& shape, Before&& before)
+        : recorder_(recorder), id_(recorder.issue(shape, false)) {
+      try {
+        before(seq());
+      } catch (...) {
+        recorder_.finish(id_, false);
+        id_ = 0;
+        throw;
+      }
+      recorder_.start(id_);
+    }
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;

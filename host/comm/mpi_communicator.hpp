@@ -92,7 +92,7 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   // Before a collective: the fingerprint check when runtime.check_collectives asks for it (throws naming
   // both sides of a mismatch), then the flight recorder's entry, running until the scope ends.
   FlightRecorder::Scope record(const CallShape& call);
-  void check_same_call(const CallShape& call);
+  void check_same_call(const CallShape& call, std::uint64_t seq);
 
   // The ring versions, on `comm` (ring_comm_ from calling threads, async_comm_ on the worker).
   Traffic ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op, const std::string& call);
