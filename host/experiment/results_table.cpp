@@ -58,8 +58,8 @@ ResultsTable collect_results(const SweepPlan& plan) {
   table.columns.push_back("id");
   for (const auto& axis : plan.axes) table.columns.push_back(axis);
   table.columns.push_back("status");
+  table.columns.push_back("failure");  // before reason: report.md's table shows the columns up to reason
   table.columns.push_back("reason");
-  table.columns.push_back("failure");
   table.first_metric_column = table.columns.size();
   std::vector<std::string> metric_order;
   std::set<std::string> seen(table.columns.begin(), table.columns.end());

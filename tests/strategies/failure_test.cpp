@@ -173,9 +173,11 @@ TEST(SweepFailures, ResultsSayWhichRankAndCollective) {
                              (dir / "out").string());
   EXPECT_NE(r.output.find("0 ok, 2 failed"), std::string::npos) << r.output;
   const std::string csv = read_text(dir / "out" / "results.csv");
-  EXPECT_NE(csv.find(",failure"), std::string::npos) << csv;
-  EXPECT_TRUE(std::regex_search(csv, std::regex("size,2,failed,.*,mismatch: allreduce #[0-9]+"))) << csv;
-  EXPECT_TRUE(std::regex_search(csv, std::regex("stop,2,failed,.*,hang: rank 1 did not finish allreduce #[1-9][0-9]*")))
+  EXPECT_NE(csv.find(",status,failure,reason"), std::string::npos) << csv;
+  // report.md's table shows it too.
+  EXPECT_NE(read_text(dir / "out" / "report.md").find("| failure |"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(csv, std::regex("size,2,failed,mismatch: allreduce #[0-9]+,"))) << csv;
+  EXPECT_TRUE(std::regex_search(csv, std::regex("stop,2,failed,hang: rank 1 did not finish allreduce #[1-9][0-9]*,")))
       << csv;
 }
 
