@@ -1,5 +1,6 @@
 #include "cli/train_command.hpp"
 
+#include "comm/collective_forensics.hpp"
 #include "comm/collective_timeout.hpp"
 #include "comm/communicator_nccl.hpp"
 #include "comm/host_communicator.hpp"
@@ -71,6 +72,7 @@ JobCommunicator make_job_communicator(const CellConfig& config) {
   request.launched_by_mpi = mpi::launched_by_mpi();
   JobCommunicator job{nullptr, choose_comm(request), request.launched_by_mpi};
   set_configured_comm_timeout(config.comm_timeout);
+  forensics::set_configured_check(config.resolved["runtime"]["check_collectives"].as<bool>(false));
   try {
     job.comm = make_backend(job.decision.backend, config);
   } catch (const std::exception& e) {
@@ -117,6 +119,7 @@ void log_communicator(const JobCommunicator& job) {
 // every rank too). Say why here, on the failing rank (its log file gets it too), then end every rank.
 [[noreturn]] void end_job(const HostCommunicator& comm, const std::string& why) {
   spdlog::error("{}", why);
+  forensics::on_rank_failure(why);  // this rank's flight recorder, and the others' while they can answer
   spdlog::error("ending all {} ranks of the job (MPI_Abort, exit code {})", comm.size(), kRankErrorExitCode);
   spdlog::default_logger()->flush();
   mpi::abort_job(kRankErrorExitCode);
@@ -127,6 +130,7 @@ void train(const TrainArgs& args, CellConfig config, const JobCommunicator& job)
   const fs::path out(args.out);
   fs::create_directories(out);
   init_logging(comm.rank(), out / ("rank-" + std::to_string(comm.rank()) + ".log"));
+  forensics::set_directory(out, comm.rank());
   log_communicator(job);
   TrainRequest request{std::move(config), out, !args.fresh, args.stop_after};
   PluginRegistry registry;

@@ -7,8 +7,8 @@
 
 namespace gradsweep::host {
 
-CollectiveTimeout::CollectiveTimeout(std::chrono::duration<double> limit, Expired on_expired)
-    : limit_(limit), on_expired_(std::move(on_expired)) {
+CollectiveTimeout::CollectiveTimeout(std::chrono::duration<double> limit, Expired on_expired, Tick on_tick)
+    : limit_(limit), on_expired_(std::move(on_expired)), on_tick_(std::move(on_tick)) {
   if (limit_.count() > 0) thread_ = std::thread([this] { watch(); });
 }
 
@@ -54,6 +54,11 @@ void CollectiveTimeout::watch() {
       next = std::min(next, oldest.start + std::chrono::duration_cast<Clock::duration>(limit_));
     }
     wake_.wait_until(lock, next);
+    if (on_tick_ && !stopping_) {
+      lock.unlock();
+      on_tick_();
+      lock.lock();
+    }
   }
 }
 

@@ -20,8 +20,12 @@ class CollectiveTimeout {
   // expected not to return (it ends the job).
   using Expired = std::function<void(const std::string& what, double waited_seconds)>;
 
+  // Called from the watchdog's thread about once a second (the flight recorder answers requests for
+  // dumps there: comm/collective_forensics.hpp).
+  using Tick = std::function<void()>;
+
   // limit <= 0 disables the watchdog (no thread is started).
-  CollectiveTimeout(std::chrono::duration<double> limit, Expired on_expired);
+  CollectiveTimeout(std::chrono::duration<double> limit, Expired on_expired, Tick on_tick = nullptr);
   ~CollectiveTimeout();
   CollectiveTimeout(const CollectiveTimeout&) = delete;
   CollectiveTimeout& operator=(const CollectiveTimeout&) = delete;
@@ -52,6 +56,7 @@ class CollectiveTimeout {
 
   const std::chrono::duration<double> limit_;
   const Expired on_expired_;
+  const Tick on_tick_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::map<std::uint64_t, Call> in_flight_;  // by id: the first entry is the oldest call

@@ -9,6 +9,7 @@
 // (comm/collective_timeout.hpp) that ends the job rather than let it hang.
 #include "comm/mpi_communicator.hpp"
 
+#include "comm/collective_fingerprint.hpp"
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_reduce_ops.hpp"
 #include "comm/mpi_runtime.hpp"
@@ -31,6 +32,8 @@ using mpi::Buffer;
 constexpr double kDefaultTimeoutSeconds = 600.0;
 // Exit code of a job the watchdog ends (a failing rank's own error ends it with 2, see train_command).
 constexpr int kTimeoutExitCode = 3;
+// How long a rank whose watchdog fired waits for the other ranks' flight-recorder dumps.
+constexpr double kDumpGraceSeconds = 5.0;
 
 MPI_Comm duplicate_world() {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -54,8 +57,11 @@ long env_positive(const char* name, long fallback) {
 }  // namespace
 
 MpiCommunicator::MpiCommunicator()
-    : timeout_(std::chrono::duration<double>(comm_timeout_seconds(kDefaultTimeoutSeconds)),
-               [this](const std::string& what, double waited) { on_timeout(what, waited); }) {
+    : check_(forensics::check_collectives()),
+      forensics_("mpi"),
+      timeout_(std::chrono::duration<double>(comm_timeout_seconds(kDefaultTimeoutSeconds)),
+               [this](const std::string& what, double waited) { on_timeout(what, waited); },
+               [this] { forensics_.poll_requests(); }) {
   mpi::ensure_initialized();
   ring_tuning_.segment_bytes =
       static_cast<std::size_t>(env_positive("GRADSWEEP_RING_SEGMENT_BYTES", static_cast<long>(ring_tuning_.segment_bytes)));
@@ -66,8 +72,10 @@ MpiCommunicator::MpiCommunicator()
   comm_ = duplicate_world();
   ring_comm_ = duplicate_world();
   async_comm_ = duplicate_world();
+  check_comm_ = duplicate_world();
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  forensics_.set_rank(rank_, size_);
   // Ranks sharing memory are the ranks on this node: they share its cores (see choose_threads).
   MPI_Comm node = MPI_COMM_NULL;
   check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "communicator",
@@ -85,7 +93,7 @@ MpiCommunicator::MpiCommunicator()
 
 MpiCommunicator::~MpiCommunicator() {
   drain_async();
-  for (MPI_Comm* c : {&comm_, &ring_comm_, &async_comm_})
+  for (MPI_Comm* c : {&comm_, &ring_comm_, &async_comm_, &check_comm_})
     if (*c != MPI_COMM_NULL && mpi::active()) MPI_Comm_free(c);
 }
 
@@ -118,14 +126,57 @@ void MpiCommunicator::check_peer(int peer, const std::string& call, const char* 
                                 std::to_string(size_) + " ranks)");
 }
 
-void MpiCommunicator::on_timeout(const std::string& what, double waited) const {
+// Before ending the job, the ranks' flight recorders say who is behind (comm/collective_forensics.hpp).
+// The grace period lets every rank's watchdog thread (which looks once a second) answer.
+void MpiCommunicator::on_timeout(const std::string& what, double waited) {
+  const HangVerdict verdict = forensics_.on_hang(what, kDumpGraceSeconds);
+  if (!verdict.message.empty())
+    spdlog::error("hang: {} (flight recorder dumps in {})", verdict.message, forensics::directory().string());
   mpi::end_hung_job(what, waited, timeout_.limit_seconds(), kTimeoutExitCode);
+}
+
+CallShape MpiCommunicator::shape(CommOp op, const torch::Tensor& tensor, int reduce, int peer, bool ring) {
+  CallShape s;
+  s.op = op;
+  s.ring = ring;
+  s.reduce = static_cast<std::int8_t>(reduce);
+  s.dtype = static_cast<std::int16_t>(tensor.scalar_type());
+  s.count = tensor.numel();
+  s.peer = peer;
+  s.bytes = static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
+  return s;
+}
+
+FlightRecorder::Scope MpiCommunicator::record(const CallShape& call) {
+  if (!check_ || !is_collective(call.op)) return FlightRecorder::Scope(forensics_.recorder(), call);
+  return FlightRecorder::Scope(forensics_.recorder(), call, [&](std::uint64_t seq) { check_same_call(call, seq); });
+}
+
+void MpiCommunicator::check_same_call(const CallShape& call, std::uint64_t seq) {
+  if (!check_) return;
+  const std::lock_guard<std::mutex> lock(check_mutex_);
+  const Fingerprint mine = fingerprint_of(seq, call);
+  std::vector<Fingerprint> all(static_cast<std::size_t>(size_));
+  int rc;
+  {
+    const CollectiveTimeout::Scope watch(timeout_, "the collective check before " + describe(call) + " #" +
+                                                       std::to_string(seq) + where());
+    rc = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, check_comm_);
+  }
+  check_mpi(rc, "check_collectives", "MPI_Allgather");
+  if (const auto mismatch = first_mismatch(all)) {
+    const std::string message = "collective mismatch (runtime.check_collectives): " + *mismatch;
+    forensics_.dump(message);
+    if (rank_ == 0) forensics::write_verdict("mismatch", std::string(to_string(call.op)) + " #" + std::to_string(seq), message);
+    throw std::runtime_error(message);
+  }
 }
 
 sdk::Status MpiCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
   return counted([&] {
     const Buffer b = buffer_of(tensor, "allreduce", "the");
     const MPI_Op mop = mpi::reduce_op(tensor.scalar_type(), op);
+    const auto recorded = record(shape(CommOp::Allreduce, tensor, static_cast<int>(op)));
     int rc;
     {
       const CollectiveTimeout::Scope watch(timeout_, describe("allreduce", tensor) + where());
@@ -142,6 +193,7 @@ sdk::Status MpiCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept
   return counted([&] {
     const Buffer b = buffer_of(tensor, "broadcast", "the");
     check_peer(root, "broadcast", "root");
+    const auto recorded = record(shape(CommOp::Broadcast, tensor, -1, root));
     int rc;
     {
       const CollectiveTimeout::Scope watch(timeout_, describe("broadcast", tensor) + " from rank " +
@@ -169,6 +221,7 @@ sdk::Status MpiCommunicator::allgather(const torch::Tensor& input, torch::Tensor
       copy = input.clone();
       send = copy.data_ptr();
     }
+    const auto recorded = record(shape(CommOp::Allgather, input));
     int rc;
     {
       const CollectiveTimeout::Scope watch(timeout_, describe("allgather", input) + " per rank" + where());
@@ -192,6 +245,7 @@ sdk::Status MpiCommunicator::reduce_scatter(const torch::Tensor& input, torch::T
       scratch = torch::empty_like(output);
       out.data = scratch.data_ptr();
     }
+    const auto recorded = record(shape(CommOp::ReduceScatter, input, static_cast<int>(op)));
     int rc;
     {
       const CollectiveTimeout::Scope watch(timeout_, describe("reduce_scatter", input) + where());
@@ -207,6 +261,9 @@ sdk::Status MpiCommunicator::send(const torch::Tensor& tensor, int dst, int tag)
   return counted([&] {
     const Buffer b = buffer_of(tensor, "send", "the");
     check_point_to_point(dst, tag, "send", "destination");
+    CallShape call = shape(CommOp::Send, tensor, -1, dst);
+    call.tag = tag;
+    const auto recorded = record(call);
     int rc;
     {
       const CollectiveTimeout::Scope watch(timeout_, describe("send", tensor) + " to rank " + std::to_string(dst) +
@@ -242,6 +299,9 @@ sdk::Status MpiCommunicator::recv(torch::Tensor& tensor, int src, int tag) noexc
   return counted([&] {
     const Buffer b = buffer_of(tensor, "recv", "the");
     check_point_to_point(src, tag, "recv", "source");
+    CallShape call = shape(CommOp::Recv, tensor, -1, src);
+    call.tag = tag;
+    const auto recorded = record(call);
     MPI_Status status;
     int rc;
     {
@@ -260,6 +320,9 @@ sdk::Status MpiCommunicator::recv_any(torch::Tensor& tensor, int tag, int* sourc
     const Buffer b = buffer_of(tensor, "recv_any", "the");
     check_tag(tag, "recv_any");
     if (size_ == 1) throw std::invalid_argument("recv_any: a one-rank job has no peers");
+    CallShape call = shape(CommOp::RecvAny, tensor);
+    call.tag = tag;
+    const auto recorded = record(call);
     MPI_Status status;
     status.MPI_SOURCE = MPI_ANY_SOURCE;
     int rc;
@@ -278,6 +341,9 @@ sdk::Status MpiCommunicator::recv_any(torch::Tensor& tensor, int tag, int* sourc
 
 sdk::Status MpiCommunicator::barrier() noexcept {
   return counted([&] {
+    CallShape call;
+    call.op = CommOp::Barrier;
+    const auto recorded = record(call);
     int rc;
     {
       const CollectiveTimeout::Scope watch(timeout_, "barrier" + where());

@@ -83,7 +83,23 @@ sdk::Status MpiCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch:
             [&] { mpi::check_mpi(MPI_Allreduce(MPI_IN_PLACE, b.data, b.count, b.type, mop, async_comm_), call, "MPI_Allreduce"); });
       };
     }
-    auto job = worker_.submit(std::move(body), [this](double busy) { add({}, busy, 0.0, 0); });
+    // Issued now, in the caller's order (and checked against the other ranks here when asked); running
+    // and done as the worker runs it.
+    const CallShape issued = shape(CommOp::AllreduceAsync, tensor, static_cast<int>(op), -1, ring);
+    const std::uint64_t id = forensics_.recorder().issue(issued, false);
+    try {
+      check_same_call(issued, forensics_.recorder().seq_of(id));
+    } catch (...) {
+      forensics_.recorder().finish(id, false);
+      throw;
+    }
+    auto recorded = [this, id, body = std::move(body)] {
+      forensics_.recorder().start(id);
+      sdk::Status status = body();
+      forensics_.recorder().finish(id, status.ok);
+      return status;
+    };
+    auto job = worker_.submit(std::move(recorded), [this](double busy) { add({}, busy, 0.0, 0); });
     *request = std::make_unique<MpiRequest>(*this, std::move(job), mpi::describe(call, tensor));
     return allreduce_traffic(b.bytes, size_);
   });

@@ -43,6 +43,8 @@ sdk::Status MpiCommunicator::allreduce_by(sdk::Algorithm algorithm, torch::Tenso
   if (algorithm == sdk::Algorithm::Native) return allreduce(tensor, op);
   return counted([&] {
     buffer_of(tensor, "ring allreduce", "the");  // before the watchdog's description reads the tensor
+    check_op(op, "ring allreduce");
+    const auto recorded = record(shape(CommOp::Allreduce, tensor, static_cast<int>(op), -1, true));
     const CollectiveTimeout::Scope watch(timeout_, describe("ring allreduce", tensor) + where());
     return ring_allreduce(ring_comm_, tensor, op, "ring allreduce");
   });
@@ -55,6 +57,7 @@ sdk::Status MpiCommunicator::allgather_by(sdk::Algorithm algorithm, const torch:
     buffer_of(input, "ring allgather", "input");
     const mpi::Buffer out = buffer_of(output, "ring allgather", "output");
     mpi::check_allgather_shapes(input, output, size_, "ring allgather");
+    const auto recorded = record(shape(CommOp::Allgather, input, -1, -1, true));
     const CollectiveTimeout::Scope watch(timeout_, describe("ring allgather", input) + " per rank" + where());
     mpi::RingTransport transport(ring_comm_, rank_, size_, "ring allgather");
     ring::allgather(transport, input, output, ring_tuning_);
@@ -70,6 +73,7 @@ sdk::Status MpiCommunicator::reduce_scatter_by(sdk::Algorithm algorithm, const t
     buffer_of(output, "ring reduce_scatter", "output");
     mpi::check_reduce_scatter_shapes(input, output, size_, "ring reduce_scatter");
     check_op(op, "ring reduce_scatter");
+    const auto recorded = record(shape(CommOp::ReduceScatter, input, static_cast<int>(op), -1, true));
     const CollectiveTimeout::Scope watch(timeout_, describe("ring reduce_scatter", input) + where());
     mpi::RingTransport transport(ring_comm_, rank_, size_, "ring reduce_scatter");
     ring::reduce_scatter(transport, input, output, op, ring_tuning_);

@@ -7,7 +7,9 @@
 #include "comm/algorithms/ring.hpp"
 #include "comm/async_worker.hpp"
 #include "comm/byte_counting.hpp"
+#include "comm/collective_forensics.hpp"
 #include "comm/collective_timeout.hpp"
+#include "comm/flight_recorder.hpp"
 #include "comm/host_communicator.hpp"
 
 #include <gradsweep/sdk/status.hpp>
@@ -83,7 +85,14 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   // send/recv: a peer other than this rank and a tag within the library's bound.
   void check_tag(int tag, const std::string& call) const;
   void check_point_to_point(int peer, int tag, const std::string& call, const char* role) const;
-  void on_timeout(const std::string& what, double waited) const;
+  void on_timeout(const std::string& what, double waited);
+
+  // What a call on `tensor` is, for the flight recorder and the collective check.
+  static CallShape shape(CommOp op, const torch::Tensor& tensor, int reduce = -1, int peer = -1, bool ring = false);
+  // Before a collective: the fingerprint check when runtime.check_collectives asks for it (throws naming
+  // both sides of a mismatch), then the flight recorder's entry, running until the scope ends.
+  FlightRecorder::Scope record(const CallShape& call);
+  void check_same_call(const CallShape& call, std::uint64_t seq);
 
   // The ring versions, on `comm` (ring_comm_ from calling threads, async_comm_ on the worker).
   Traffic ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op, const std::string& call);
@@ -93,10 +102,15 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   // Three duplicates of MPI_COMM_WORLD, so that traffic of different kinds never matches: comm_ for the
   // native collectives and point-to-point (a strategy's tags are its own), ring_comm_ for ring
   // collectives called by the caller's threads, async_comm_ for whatever the worker runs.
-  MPI_Comm comm_ = MPI_COMM_NULL, ring_comm_ = MPI_COMM_NULL, async_comm_ = MPI_COMM_NULL;
+  // A fourth, check_comm_, carries only the fingerprints of runtime.check_collectives.
+  MPI_Comm comm_ = MPI_COMM_NULL, ring_comm_ = MPI_COMM_NULL, async_comm_ = MPI_COMM_NULL, check_comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   int tag_ub_ = 32767;  // the least MPI guarantees; the constructor asks for the real bound
   ring::Tuning ring_tuning_;
+  bool check_ = false;
+  std::mutex check_mutex_;  // one fingerprint exchange at a time
+  // Before timeout_: the watchdog's thread uses it until it is joined.
+  CollectiveForensics forensics_;
   CollectiveTimeout timeout_;
   std::unique_ptr<AlgorithmView> ring_view_;
   std::mutex requests_mutex_;

@@ -60,6 +60,7 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
        {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"}, {0, kMaxThreads}},
         {{"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"}},
         {{"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"}},
+        {{"check_collectives", OptionType::Bool, "false", "check that all ranks issue the same collectives (debug)"}},
         {{"comm_timeout", OptionType::Float, "600",
          "seconds a rank may wait in one communication call before the job is ended as hung (0 = never; "
          "GRADSWEEP_COMM_TIMEOUT overrides)"}, kNonNegative}}},

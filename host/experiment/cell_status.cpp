@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <regex>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -86,6 +87,7 @@ CellStatus read_cell_status(const fs::path& cell_dir) {
     status.state = *state;
     status.config_hash = j.value("config_hash", "");
     status.reason = j.value("reason", "");
+    status.failure = j.value("failure", "");
     status.exit_code = j.value("exit_code", -1);
     status.launcher = j.value("launcher", "");
     status.job = j.value("job", "");
@@ -101,7 +103,8 @@ CellStatus read_cell_status(const fs::path& cell_dir) {
 void write_cell_status(const fs::path& cell_dir, CellStatus status) {
   status.updated = utc_now_iso8601();
   const nlohmann::json j{{"state", to_string(status.state)}, {"config_hash", status.config_hash},
-                         {"reason", status.reason},          {"exit_code", status.exit_code},
+                         {"reason", status.reason},          {"failure", status.failure},
+                         {"exit_code", status.exit_code},
                          {"launcher", status.launcher},      {"job", status.job},
                          {"updated", status.updated}};
   util::write_file_atomically(cell_dir / kStatusFile, j.dump(2) + "\n");
@@ -124,6 +127,29 @@ std::string last_error_line(const fs::path& cell_dir) {
   for (const auto& file : ranks)
     if (std::string line = last_error_in(file); !line.empty()) return line;
   return last_error_in(cell_dir / "launcher.log");
+}
+
+std::string classify_failure(const fs::path& cell_dir, int exit_code) {
+  // The flight recorder's verdict says the most: which rank, which collective.
+  if (std::ifstream in(cell_dir / "flight-recorder" / "verdict.json"); in) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(in);
+      const std::string kind = j.value("kind", "");
+      if (!kind.empty()) return kind + ": " + j.value("summary", "");
+    } catch (const std::exception&) {
+    }
+  }
+  // mpirun: "mpirun noticed that process rank 1 with PID 123 on node n exited on signal 9 (Killed)."
+  static const std::regex signalled("rank ([0-9]+) with PID [0-9]+ on node .* exited on signal ([0-9]+)");
+  for (const char* name : {"launcher.log", "rank-0.log"}) {
+    std::ifstream in(cell_dir / name);
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, signalled)) return "killed: rank " + m[1].str() + " signal " + m[2].str();
+    }
+  }
+  if (exit_code == 3) return "hang";  // the watchdog's exit code (docs/communicators.md), without dumps
+  return "error";
 }
 
 CellStatus status_after_exit(const fs::path& cell_dir, const std::string& config_hash, int exit_code, bool timed_out,
@@ -151,6 +177,7 @@ CellStatus status_after_exit(const fs::path& cell_dir, const std::string& config
   } else {
     status.state = CellState::Failed;
     status.reason = last_error_line(cell_dir);
+    status.failure = classify_failure(cell_dir, exit_code);
     if (status.reason.empty())
       status.reason = exit_code == 0 ? "exited 0 without a summary.json" : "exit code " + std::to_string(exit_code);
   }

@@ -3,7 +3,8 @@
 // (the local launcher, or the Slurm job / the driver following it).
 //
 //   {"state": "ok" | "failed" | "timeout" | "interrupted" | "running",
-//    "config_hash": "<16 hex>", "reason": "...", "exit_code": 0, "launcher": "local", "job": "...",
+//    "config_hash": "<16 hex>", "reason": "...", "failure": "hang: rank 2 did not finish allreduce #183",
+//    "exit_code": 0, "launcher": "local", "job": "...",
 //    "updated": "2025-01-01T12:00:00Z"}
 //
 // A cell is done when state is ok and config_hash is the hash of the configuration planned now (see
@@ -24,6 +25,8 @@ struct CellStatus {
   CellState state = CellState::Pending;
   std::string config_hash;
   std::string reason;     // failed / timeout / interrupted: one line saying why
+  // failed: the kind of failure and its culprit, short (classify_failure); "" otherwise.
+  std::string failure;
   int exit_code = -1;     // of the launcher process (mpirun, srun); -1 = unknown
   std::string launcher;   // "local", "slurm"
   std::string job;        // Slurm job id ("1234_5"), or the local launcher's pid
@@ -44,6 +47,11 @@ bool is_cell_done(const std::filesystem::path& cell_dir, const std::string& conf
 // summary.json saying ok; otherwise the reason is the last error line of the cell's logs.
 CellStatus status_after_exit(const std::filesystem::path& cell_dir, const std::string& config_hash, int exit_code,
                              bool timed_out, bool interrupted);
+
+// What ended a failed cell, for results.csv's `failure` column: "hang: <the flight recorder's verdict>"
+// or "mismatch: allreduce #12" (DIR/flight-recorder/verdict.json), "killed: rank 1 signal 9" (the
+// launcher's "exited on signal"), "hang" (the watchdog's exit code 3 without dumps), else "error".
+std::string classify_failure(const std::filesystem::path& cell_dir, int exit_code);
 
 // The last line that looks like an error ("error", "[E]", "terminate", "Abort", ...) in the cell's
 // rank-*.log and launcher.log files, trimmed; "" when none.

@@ -58,6 +58,7 @@ ResultsTable collect_results(const SweepPlan& plan) {
   table.columns.push_back("id");
   for (const auto& axis : plan.axes) table.columns.push_back(axis);
   table.columns.push_back("status");
+  table.columns.push_back("failure");  // before reason: report.md's table shows the columns up to reason
   table.columns.push_back("reason");
   table.first_metric_column = table.columns.size();
   std::vector<std::string> metric_order;
@@ -71,6 +72,7 @@ ResultsTable collect_results(const SweepPlan& plan) {
     const bool current = status.config_hash.empty() || status.config_hash == cell.config_hash;
     row["status"] = current ? to_string(status.state) : "pending";
     row["reason"] = current ? status.reason : "configuration changed since the last run";
+    row["failure"] = current ? status.failure : "";
     std::ifstream in(cell.dir / "summary.json");
     if (in && current) {
       try {

@@ -10,13 +10,21 @@
 //   collective_check throw RANK    RANK throws while the others wait in an allreduce: the job must end
 //   collective_check hang RANK     RANK never joins an allreduce: the others' watchdog must end the job
 //   collective_check hang-async RANK   the same, the others waiting for an async allreduce
+//   collective_check stop RANK     RANK stops itself (SIGSTOP) before the allreduce: it cannot answer
+//   collective_check skip RANK     RANK skips the allreduce and goes on to the barrier
+//   collective_check size RANK     RANK allreduces 1000 elements where the others allreduce 1024
+//
+// The misbehaving modes take the directory for flight-recorder dumps as a third argument (optional):
+// after a barrier (collective #1), the allreduce is collective #2.
 #include "check_support.hpp"
+#include "comm/collective_forensics.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "services/logging.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -29,6 +37,7 @@ using namespace gradsweep;
 // What train_command does when a rank fails: log on that rank, then end the job.
 [[noreturn]] void fail_job(const std::string& why) {
   spdlog::error("{}", why);
+  host::forensics::on_rank_failure(why);
   spdlog::default_logger()->flush();
   host::mpi::abort_job(2);
 }
@@ -52,14 +61,20 @@ int main(int argc, char** argv) {
     check::Checker checker(*comm);
     return mode == "ring" ? checker.run_ring() : checker.run_all();
   }
+  if (argc > 3) host::forensics::set_directory(argv[3], comm->rank());
   try {
     sdk::check(comm->barrier());
     torch::Tensor t = torch::ones({1024});
-    if (comm->rank() == failing) {
+    const bool misbehaves = comm->rank() == failing;
+    if (misbehaves) {
       if (mode == "throw") throw std::runtime_error("deliberate failure on rank " + std::to_string(failing));
-      std::this_thread::sleep_for(std::chrono::seconds(60));  // "hang": never joins the allreduce
+      if (mode == "stop") std::raise(SIGSTOP);
+      if (mode == "hang" || mode == "hang-async") std::this_thread::sleep_for(std::chrono::seconds(60));
+      if (mode == "size") t = torch::ones({1000});
     }
-    if (mode == "hang-async") {
+    if (mode == "skip" && misbehaves) {
+      // no allreduce: straight to the barrier below
+    } else if (mode == "hang-async") {
       std::unique_ptr<sdk::Request> request;
       sdk::check(comm->allreduce_async(t, sdk::ReduceOp::Sum, &request));
       sdk::check(request->wait());

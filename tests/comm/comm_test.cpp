@@ -4,6 +4,7 @@
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <regex>
@@ -94,6 +95,110 @@ TEST(MpiFailure, AsyncCollectiveThatNeverCompletesTimesOut) {
   EXPECT_LT(seconds, 30.0) << r.output;
   EXPECT_NE(r.output.find("allreduce_async of 1024 float32 (4096 bytes) on rank 0 of 2 has waited"), std::string::npos)
       << r.output;
+}
+
+// Forensics (docs/communicators.md#flight-recorder): the job's error names the rank behind and the
+// collective, and every rank that could answer left its dump in the directory given.
+struct Forensic {
+  Timed run;
+  fs::path dumps;
+};
+
+Forensic misbehave(int ranks, const std::string& mode, const std::string& env = "GRADSWEEP_COMM_TIMEOUT=2 GRADSWEEP_CHECK_COLLECTIVES=0") {
+  const fs::path dir = test::scratch_dir();
+  const std::string forward = "-x GRADSWEEP_COMM_TIMEOUT -x GRADSWEEP_CHECK_COLLECTIVES ";
+  Timed run = run_timed(mpirun(ranks, forward + collective_check(mode + " " + dir.string()), env));
+  return {std::move(run), dir / "flight-recorder"};
+}
+
+TEST(Forensics, StoppedRankIsNamedFromTheDumpsOfTheOthers) {
+  const auto [run, dumps] = misbehave(3, "stop 1");
+  const auto& r = run.result;
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_LT(run.seconds, 30.0) << r.output;
+  EXPECT_NE(r.output.find("hang: rank 1 did not finish allreduce #2: rank 1 did not answer (stopped, or dead); "
+                          "ranks 0,2 finished #1 and wait in allreduce of 1024 float32 (4.0 KiB) #2"),
+            std::string::npos)
+      << r.output;
+  // (rank 1 may still dump once mpirun's SIGCONT wakes it, before it is killed: the verdict came first.)
+  EXPECT_TRUE(fs::exists(dumps / "rank-0.json") && fs::exists(dumps / "rank-2.json")) << r.output;
+  const auto dump = nlohmann::json::parse(test::read_text(dumps / "rank-2.json"));
+  EXPECT_EQ(dump["waiting_in"]["seq"], 2);
+  EXPECT_EQ(dump["entries"].back()["op"], "allreduce");
+  EXPECT_EQ(dump["entries"].back()["state"], "running");
+  EXPECT_EQ(dump["entries"].front()["state"], "done");
+  EXPECT_EQ(nlohmann::json::parse(test::read_text(dumps / "verdict.json"))["summary"],
+            "rank 1 did not finish allreduce #2");
+}
+
+TEST(Forensics, RankStuckOutsideCollectivesAnswersAndIsNamed) {
+  const auto [run, dumps] = misbehave(2, "hang 1");
+  const auto& r = run.result;
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_LT(run.seconds, 30.0) << r.output;
+  EXPECT_NE(r.output.find("hang: rank 1 did not finish allreduce #2: rank 1 is not in any collective (finished #1, "
+                          "issued nothing since); rank 0 finished #1 and waits in allreduce of 1024 float32 (4.0 KiB) #2"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(dumps / "rank-0.json") && fs::exists(dumps / "rank-1.json")) << r.output;
+}
+
+TEST(Forensics, SkippedCollectiveIsNamedWhenTheRanksHang) {
+  const auto [run, dumps] = misbehave(2, "skip 1");
+  const auto& r = run.result;
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_LT(run.seconds, 30.0) << r.output;
+  EXPECT_NE(r.output.find("ranks disagree on collective #2: rank 0 allreduce of 1024 float32 (4.0 KiB); rank 1 barrier"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(dumps / "rank-0.json") && fs::exists(dumps / "rank-1.json")) << r.output;
+}
+
+TEST(Forensics, CheckStopsASkippedCollectiveAtOnce) {
+  const auto [run, dumps] = misbehave(2, "skip 1", "GRADSWEEP_COMM_TIMEOUT=20 GRADSWEEP_CHECK_COLLECTIVES=1");
+  const auto& r = run.result;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_LT(run.seconds, 15.0) << "the check, not the 20 s watchdog, must end it:\n" << r.output;
+  EXPECT_NE(r.output.find("collective mismatch (runtime.check_collectives): rank 1 issued barrier where rank 0 "
+                          "issued allreduce of 1024 float32 sum, collective #2"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(nlohmann::json::parse(test::read_text(dumps / "verdict.json"))["summary"], "allreduce #2");
+}
+
+TEST(Forensics, CheckStopsAnotherSizeNamingBothSides) {
+  const auto [run, dumps] = misbehave(3, "size 2", "GRADSWEEP_COMM_TIMEOUT=20 GRADSWEEP_CHECK_COLLECTIVES=1");
+  const auto& r = run.result;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_LT(run.seconds, 15.0) << r.output;
+  EXPECT_NE(r.output.find("rank 2 issued allreduce of 1000 float32 sum where rank 0 issued allreduce of 1024 "
+                          "float32 sum, collective #2"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(dumps / "verdict.json")) << r.output;
+}
+
+// The check must not cry wolf: the whole verify suite (every collective, algorithm, dtype, async, argument
+// errors) passes with it on, on 3 ranks.
+TEST(Forensics, CheckFindsNothingWrongInTheFullSuite) {
+  const auto r = test::run_command(mpirun(3, "-x GRADSWEEP_CHECK_COLLECTIVES " + collective_check("verify"),
+                                          "GRADSWEEP_CHECK_COLLECTIVES=1"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("mismatch"), std::string::npos) << r.output;
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("DONE rank " + std::to_string(rank) + " of 3 checks=[0-9]+ failures=0")))
+        << r.output;
+}
+
+TEST(Forensics, FailingRankAndTheRanksWaitingForItDump) {
+  const auto [run, dumps] = misbehave(2, "throw 1", "GRADSWEEP_COMM_TIMEOUT=30 GRADSWEEP_CHECK_COLLECTIVES=0");
+  const auto& r = run.result;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_LT(run.seconds, 30.0) << r.output;
+  ASSERT_TRUE(fs::exists(dumps / "rank-1.json")) << r.output;
+  ASSERT_TRUE(fs::exists(dumps / "rank-0.json")) << r.output;
+  EXPECT_NE(test::read_text(dumps / "rank-1.json").find("this rank failed: deliberate failure"), std::string::npos);
+  EXPECT_NE(test::read_text(dumps / "rank-0.json").find("\"asked by rank 1\""), std::string::npos);
 }
 
 // `gradsweep bench comm` end to end, small: both algorithms timed and checked at every size.

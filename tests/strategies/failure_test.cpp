@@ -1,5 +1,6 @@
 // Bad input across ranks: models that differ are refused before any strategy communicates, and a rank
 // killed in the middle of training ends the whole job, named, within seconds: never a hang.
+#include "experiment/cell_status.hpp"
 #include "strategies/strategy_runs.hpp"
 
 #include <gtest/gtest.h>
@@ -43,6 +44,7 @@ TEST(RanksDisagree, ModelsOfDifferentShapesStopBeforeTheFirstCollective) {
 // Runs a 2-rank ring job, waits until it trains, sends `signal` to rank 1 and waits for the job to end.
 // Prints "rc=<exit code> seconds=<from the signal to the end>" and the job's output.
 CommandResult signal_rank_one(const fs::path& dir, const std::string& signal, const std::string& extra = "") {
+  // (the scratch directory of the test: the cell directory is dir/out)
   const fs::path log = dir / "out" / "rank-1.log";
   const std::string job = mpirun(2, gradsweep_binary().string() + " train " + cell(dir, "cell.yaml", "", 100000) +
                                         " --out " + (dir / "out").string() + extra, "", 120);
@@ -76,20 +78,107 @@ TEST(RankDies, KilledRankEndsTheJobWithinAMinute) {
   EXPECT_NE(end.exit_code, 0) << r.output;
   EXPECT_NE(end.exit_code, 124) << "the job hung until `timeout` ended it:\n" << r.output;
   EXPECT_LT(end.seconds, 60.0) << r.output;
-  // Open MPI names the rank that died.
+  // Open MPI names the rank that died, and a sweep's results.csv says so (from the launcher's log).
   EXPECT_TRUE(std::regex_search(r.output, std::regex("rank 1 with PID [0-9]+ on node .* exited on signal 9")))
       << r.output;
+  const fs::path out = scratch_dir() / "cell";
+  write_text(out / "launcher.log", r.output);
+  EXPECT_EQ(experiment::classify_failure(out, end.exit_code), "killed: rank 1 signal 9");
 }
 
 // Stops rank 1 (SIGSTOP: alive but silent, as a stuck rank is). The other rank waits in a collective
 // until runtime.comm_timeout ends the job, naming the call it was stuck in.
+// Rank 0's flight recorder dump, and rank 1's missing one, name rank 1 and the collective.
 TEST(RankHangs, ConfiguredCommTimeoutEndsTheJob) {
-  const CommandResult r = signal_rank_one(scratch_dir(), "STOP", " --set runtime.comm_timeout=3");
+  const fs::path dir = scratch_dir();
+  const CommandResult r = signal_rank_one(dir, "STOP", " --set runtime.comm_timeout=3");
   const Ending end = ending_of(r);
   EXPECT_EQ(end.exit_code, 3) << r.output;
   EXPECT_LT(end.seconds, 45.0) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex("on rank 0 of 2 has waited [0-9]+ s \\(limit 3 s")))
       << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("hang: rank 1 did not finish [a-z_ ]+ #[0-9]+: rank 1 did not "
+                                                     "answer \\(stopped, or dead\\); rank 0 finished #[0-9]+ and "
+                                                     "waits in [a-z_ ]+ of [0-9]+ [a-z0-9]+")))
+      << r.output;
+  const fs::path dumps = dir / "out" / "flight-recorder";
+  EXPECT_TRUE(fs::exists(dumps / "rank-0.json")) << r.output;
+  EXPECT_TRUE(std::regex_match(experiment::classify_failure(dir / "out", end.exit_code),
+                               std::regex("hang: rank 1 did not finish [a-z_ ]+ #[0-9]+")));
+}
+
+// A cell with the test strategy `misbehaving` (tests/strategies/plugins) on 2 ranks.
+CommandResult misbehave(const fs::path& dir, const std::string& how, const std::string& extra) {
+  const std::string config = cell(dir, "cell.yaml", "", 6);
+  write_text(config, read_text(config) + "plugins: {paths: [" + GRADSWEEP_TEST_STRATEGY_PLUGINS + "]}\n");
+  return run_command(mpirun(2, gradsweep_binary().string() + " train " + config + " --out " + (dir / "out").string() +
+                                   " --set strategy.name=misbehaving --set strategy.how=" + how +
+                                   " --set runtime.comm_timeout=3" + extra, "", 90));
+}
+
+// runtime.check_collectives stops the job at the first collective whose size differs, naming both ranks'
+// calls and the collective's number, long before the watchdog would.
+TEST(RanksDisagree, CheckNamesARankThatSendsAnotherSize) {
+  const fs::path dir = scratch_dir();
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult r = misbehave(dir, "size", " --set runtime.check_collectives=true");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_LT(seconds, 60.0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("collective mismatch \\(runtime.check_collectives\\): rank 1 "
+                                                        "issued allreduce of ([0-9]+) float32 sum where rank 0 issued "
+                                                        "allreduce of ([0-9]+) float32 sum, collective #([0-9]+)")))
+      << r.output;
+  EXPECT_EQ(std::stol(m[1]) + 1, std::stol(m[2]));
+  EXPECT_TRUE(fs::exists(dir / "out" / "flight-recorder" / "rank-0.json")) << r.output;
+  EXPECT_TRUE(fs::exists(dir / "out" / "flight-recorder" / "rank-1.json")) << r.output;
+  EXPECT_EQ(experiment::classify_failure(dir / "out", r.exit_code), "mismatch: allreduce #" + m[3].str());
+}
+
+TEST(RanksDisagree, CheckNamesARankThatSkipsACollective) {
+  const fs::path dir = scratch_dir();
+  const CommandResult r = misbehave(dir, "skip", " --set runtime.check_collectives=true");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("rank 1 issued allreduce of [0-9]+ float32 sum where rank 0 "
+                                                     "issued allreduce of [0-9]+ float32 sum, collective #[0-9]+")))
+      << r.output;
+}
+
+// Without the check, a rank that skips a collective leaves the ranks in allreduces of different sizes:
+// undefined in MPI (seen: Open MPI's ring allreduce corrupting the heap, "double free or corruption",
+// SIGABRT). The job must still end, not hang.
+TEST(RanksDisagree, SkippedCollectiveWithoutTheCheckEndsTheJob) {
+  const fs::path dir = scratch_dir();
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult r = misbehave(dir, "skip", "");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << "hung:\n" << r.output;
+  EXPECT_LT(seconds, 60.0) << r.output;
+}
+
+// A sweep goes on past cells that failed and says in results.csv's `failure` column what ended each.
+TEST(SweepFailures, ResultsSayWhichRankAndCollective) {
+  const fs::path dir = scratch_dir();
+  const fs::path corpus = byte_corpus();
+  write_text(dir / "s.yaml", "name: forensics\nmodel: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+             "strategy: {name: misbehaving, step: 2}\ndata: {train: " + (corpus / "train.bin").string() + ", val: " +
+             (corpus / "val.bin").string() + "}\ntrain: {steps: 6, batch_size: 8, seq_len: 32}\neval: {batches: 1}\n"
+             "metrics: {peak_flops: 1e10}\nruntime: {comm_timeout: 3, check_collectives: true}\n"
+             "plugins: {paths: [" + GRADSWEEP_TEST_STRATEGY_PLUGINS + "]}\nlauncher: {threads: 1}\ninclude:\n"
+             "  - {strategy.how: size, ranks_per_node: 2}\n  - {strategy.how: stop, ranks_per_node: 2}\n");
+  const auto r = run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 200 " +
+                             gradsweep_binary().string() + " run " + (dir / "s.yaml").string() + " --out " +
+                             (dir / "out").string());
+  EXPECT_NE(r.output.find("0 ok, 2 failed"), std::string::npos) << r.output;
+  const std::string csv = read_text(dir / "out" / "results.csv");
+  EXPECT_NE(csv.find(",status,failure,reason"), std::string::npos) << csv;
+  // report.md's table shows it too.
+  EXPECT_NE(read_text(dir / "out" / "report.md").find("| failure |"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(csv, std::regex("size,2,failed,mismatch: allreduce #[0-9]+,"))) << csv;
+  EXPECT_TRUE(std::regex_search(csv, std::regex("stop,2,failed,hang: rank 1 did not finish allreduce #[1-9][0-9]*,")))
+      << csv;
 }
 
 // Each rank saves its own checkpoint; a job killed while saving can leave rank 0 with step 8 and rank 1
