@@ -74,6 +74,23 @@ sdk::RankRole role_of(const StrategyInstance& strategy) {
 // Plugins built against SDK 1.2 or later may restrict each step's softmax (Strategy::output_vocabulary).
 bool asks_for_vocabulary(const StrategyInstance& strategy) { return strategy.record().descriptor->abi_minor >= 2; }
 
+// The index, in the step's global batch, of this rank's first sequence of micro-batch `micro` (the
+// BatchLoader's layout: rank r owns sequences [r*G/W, (r+1)*G/W), cut into micro-batches of M).
+std::int64_t sample_offset(const data::BatchLoaderOptions& o, std::int64_t micro) {
+  return o.rank * (o.global_batch / o.world_size) + micro * o.micro_batch;
+}
+
+// A training micro-batch with the keys of SDK 1.3: models draw dropout from (seed, step, global sample
+// index), so any split of the global batch over ranks and micro-batches trains the same model.
+sdk::Batch keyed_batch(const data::Batch& b, const torch::Device& device, std::int64_t step, std::int64_t seed,
+                       std::int64_t first_sample) {
+  sdk::Batch batch{b.inputs.to(device), b.targets.to(device)};
+  batch.sample_ids = torch::arange(first_sample, first_sample + b.inputs.size(0), torch::kLong).to(device);
+  batch.step = step;
+  batch.seed = static_cast<std::uint64_t>(seed);
+  return batch;
+}
+
 // Everything a plugin's context refers to, kept alive as long as the plugin object.
 struct PluginServices {
   sdk::Options options;
@@ -216,7 +233,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     for (std::int64_t m = 0; computes && m < micro_steps; ++m) {
       auto t0 = Clock::now();
       const data::Batch b = loader.batch(step, m);
-      const sdk::Batch batch{b.inputs.to(device), b.targets.to(device)};
+      const sdk::Batch batch = keyed_batch(b, device, step, train.seed, sample_offset(batching, m));
       t.data += seconds_since(t0);
       t0 = Clock::now();
       std::optional<sdk::OutputSubset> subset;

@@ -85,6 +85,31 @@ TEST_P(LmContract, TrainModeTogglesDropout) {
   EXPECT_EQ(value(model->loss(batch)), value(model->loss(batch)));
 }
 
+// With a keyed batch (SDK 1.3) a sample's dropout depends on (seed, step, sample index) only: the loss of
+// four samples is the mean of the losses of its two halves, each passed with its own indices, and the
+// global generator plays no part. n_layer 2 puts the LSTM's dropout between layers to the test too.
+TEST_P(LmContract, KeyedDropoutDependsOnTheSampleNotOnTheBatch) {
+  torch::manual_seed(15);
+  const auto model = load("\ndropout: 0.3\nn_layer: 2");
+  const auto tokens = random_batch(4, 16, kVocab);
+  auto keyed = [&](std::int64_t from, std::int64_t to, std::int64_t step) {
+    sdk::Batch b{tokens.inputs.slice(0, from, to), tokens.targets.slice(0, from, to)};
+    b.sample_ids = torch::arange(from, to, torch::kLong);
+    b.step = step;
+    b.seed = 7;
+    return b;
+  };
+  model->set_training(true);
+  const double whole = value(model->loss(keyed(0, 4, 3)));
+  torch::manual_seed(99);  // would change torch::dropout's masks
+  EXPECT_EQ(whole, value(model->loss(keyed(0, 4, 3))));
+  const double halves = (value(model->loss(keyed(0, 2, 3))) + value(model->loss(keyed(2, 4, 3)))) / 2;
+  EXPECT_NEAR(whole, halves, 1e-6 * whole);
+  EXPECT_GT(std::abs(whole - value(model->loss(keyed(0, 4, 4)))), 1e-4);  // another step, other masks
+  model->set_training(false);
+  EXPECT_GT(std::abs(whole - value(model->loss(keyed(0, 4, 3)))), 1e-4);  // dropout was on
+}
+
 // The host seeds torch's global generator before creating a model; the model must draw its weights
 // from it (not reseed, not draw from elsewhere).
 TEST_P(LmContract, WeightsFollowTheHostsSeed) {

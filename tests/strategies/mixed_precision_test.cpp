@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/version.h>
 
+#include <iostream>
 #include <regex>
 
 namespace gradsweep::test {
@@ -12,9 +13,10 @@ namespace {
 
 class MixedPrecisionVariant : public ::testing::TestWithParam<const char*> {};
 
-// bf16 keeps 8 bits of mantissa: the loss follows fp32's within a few percent over 20 steps. The bound
-// below is what we state in docs/strategies.md; measured differences are about half of it.
-constexpr double kLossTolerance = 0.05;
+// The bound stated in docs/strategies.md. Measured on this cell (largest relative difference of the 20
+// step losses from fp32 at 2 ranks): ring-amp 1.34e-4, dps-amp 1.22e-4, ps-amp 1.09e-4; the bound leaves
+// about 7x headroom. bf16's own rounding (2^-8) is larger, but the loss averages 256 tokens.
+constexpr double kLossTolerance = 1e-3;
 
 TEST_P(MixedPrecisionVariant, FollowsFloat32AndHalvesGradientBytes) {
   const std::string amp = GetParam();
@@ -24,7 +26,12 @@ TEST_P(MixedPrecisionVariant, FollowsFloat32AndHalvesGradientBytes) {
   const TrainingRun run = train_tiny(TinyModel::Gpt2, 2, amp);
   ASSERT_EQ(full.result.exit_code, 0) << full.result.output;
   ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
-  EXPECT_LT(max_relative_difference(run.losses(), reference.losses()), kLossTolerance);
+  const double from_single = max_relative_difference(run.losses(), reference.losses());
+  const double from_plain = max_relative_difference(run.losses(), full.losses());
+  std::cout << amp << ": max relative loss difference over 20 steps: from fp32 single " << from_single
+            << ", from fp32 " << plain << " at 2 ranks " << from_plain << "\n";
+  EXPECT_LT(from_single, kLossTolerance);
+  EXPECT_LT(from_plain, kLossTolerance);
   const auto losses = run.losses();
   EXPECT_LT(losses.back(), losses.front() - 1.0);  // falling, by a lot: 5.3 to about 3.5
   // The gradient traffic is half of float32's. ps and dps also move float32 parameters back, so only

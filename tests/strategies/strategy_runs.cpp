@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 namespace gradsweep::test {
 namespace fs = std::filesystem;
@@ -70,13 +71,15 @@ TrainingRun train_tiny(TinyModel model, int ranks, const std::string& strategy, 
   return run;
 }
 
-const TrainingRun& single_reference(TinyModel model, int steps) {
-  static std::map<std::pair<TinyModel, int>, TrainingRun> cache;
-  auto it = cache.find({model, steps});
+const TrainingRun& single_reference(TinyModel model, int steps, const std::vector<std::string>& overrides) {
+  using Key = std::tuple<TinyModel, int, std::vector<std::string>>;
+  static std::map<Key, TrainingRun> cache;
+  const Key key{model, steps, overrides};
+  auto it = cache.find(key);
   if (it == cache.end()) {
-    TrainingRun run = train_tiny(model, 1, "single", {}, steps);
+    TrainingRun run = train_tiny(model, 1, "single", overrides, steps);
     if (run.result.exit_code != 0) throw std::runtime_error("the single reference failed:\n" + run.result.output);
-    it = cache.emplace(std::make_pair(model, steps), std::move(run)).first;
+    it = cache.emplace(key, std::move(run)).first;
   }
   return it->second;
 }

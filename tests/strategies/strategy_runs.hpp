@@ -30,8 +30,8 @@ struct TrainingRun {
 TrainingRun train_tiny(TinyModel model, int ranks, const std::string& strategy, const std::vector<std::string>& overrides = {},
                int steps = 20);
 
-// `single` on one rank, trained once per test binary and model.
-const TrainingRun& single_reference(TinyModel model, int steps = 20);
+// `single` on one rank with `overrides`, trained once per test binary, model, steps and overrides.
+const TrainingRun& single_reference(TinyModel model, int steps = 20, const std::vector<std::string>& overrides = {});
 
 // max over steps of |a - b| / |b|.
 double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b);

@@ -8,14 +8,13 @@
 namespace gradsweep::models::gpt2 {
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(std::int64_t n_embd, std::int64_t n_head, double dropout)
-    : n_head_(n_head) {
+    : n_head_(n_head), dropout_(dropout) {
   c_attn = register_module("c_attn", torch::nn::Linear(n_embd, 3 * n_embd));
   c_proj = register_module("c_proj", torch::nn::Linear(n_embd, n_embd));
-  attn_dropout = register_module("attn_dropout", torch::nn::Dropout(dropout));
-  resid_dropout = register_module("resid_dropout", torch::nn::Dropout(dropout));
 }
 
-torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const sdk::SampleDropout& drop,
+                                               std::uint64_t site) {
   const std::int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   const std::int64_t head_size = C / n_head_;
   auto qkv = c_attn(x).split(C, /*dim=*/2);  // three (B,T,C)
@@ -31,21 +30,20 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   // costs nothing next to the (B,nh,T,T) scores, and follows the input to whatever device it is on.
   const auto future = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
   att = att.masked_fill(future, -std::numeric_limits<float>::infinity());
-  att = attn_dropout(torch::softmax(att, /*dim=*/-1));
+  att = drop(torch::softmax(att, /*dim=*/-1), dropout_, site, is_training());
   auto y = torch::matmul(att, v);                      // (B,nh,T,hs)
   y = y.transpose(1, 2).contiguous().view({B, T, C});  // heads side by side again
-  return resid_dropout(c_proj(y));
+  return drop(c_proj(y), dropout_, site + 1, is_training());
 }
 
-MlpImpl::MlpImpl(std::int64_t n_embd, double p) {
+MlpImpl::MlpImpl(std::int64_t n_embd, double p) : dropout_(p) {
   c_fc = register_module("c_fc", torch::nn::Linear(n_embd, 4 * n_embd));
   c_proj = register_module("c_proj", torch::nn::Linear(4 * n_embd, n_embd));
-  dropout = register_module("dropout", torch::nn::Dropout(p));
 }
 
-torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+torch::Tensor MlpImpl::forward(const torch::Tensor& x, const sdk::SampleDropout& drop, std::uint64_t site) {
   namespace F = torch::nn::functional;
-  return dropout(c_proj(F::gelu(c_fc(x), F::GELUFuncOptions().approximate("tanh"))));
+  return drop(c_proj(F::gelu(c_fc(x), F::GELUFuncOptions().approximate("tanh"))), dropout_, site, is_training());
 }
 
 BlockImpl::BlockImpl(std::int64_t n_embd, std::int64_t n_head, double dropout) {
@@ -55,9 +53,9 @@ BlockImpl::BlockImpl(std::int64_t n_embd, std::int64_t n_head, double dropout) {
   mlp = register_module("mlp", Mlp(n_embd, dropout));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
-  auto h = x + attn(ln_1(x));
-  return h + mlp(ln_2(h));
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const sdk::SampleDropout& drop, std::uint64_t first) {
+  auto h = x + attn->forward(ln_1(x), drop, first);
+  return h + mlp->forward(ln_2(h), drop, first + 2);
 }
 
 }  // namespace gradsweep::models::gpt2

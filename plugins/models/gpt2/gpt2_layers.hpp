@@ -2,8 +2,12 @@
 // The pieces of one GPT-2 block: causal self-attention, the GELU MLP, and the pre-LayerNorm block that
 // wires them into the residual stream. Submodule names follow OpenAI's checkpoint ("attn.c_attn",
 // "mlp.c_proj", ...) so that parameter names read like every other GPT-2 implementation's.
+//
+// Dropout is the SDK's keyed dropout (sample_dropout.hpp): each call site has its own number, so masks
+// depend on the sample and not on how the host split the global batch.
+#include <gradsweep/sdk/sample_dropout.hpp>
+
 #include <torch/nn/module.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
@@ -17,16 +21,15 @@ namespace gradsweep::models::gpt2 {
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   CausalSelfAttentionImpl(std::int64_t n_embd, std::int64_t n_head, double dropout);
-  // x is (B,T,C); returns (B,T,C).
-  torch::Tensor forward(const torch::Tensor& x);
+  // x is (B,T,C); returns (B,T,C). Dropout sites `site` (attention weights) and `site`+1 (output).
+  torch::Tensor forward(const torch::Tensor& x, const sdk::SampleDropout& drop, std::uint64_t site);
 
   torch::nn::Linear c_attn{nullptr};  // C -> 3C: query, key and value side by side
   torch::nn::Linear c_proj{nullptr};  // C -> C: back into the residual stream
-  torch::nn::Dropout attn_dropout{nullptr};
-  torch::nn::Dropout resid_dropout{nullptr};
 
  private:
   std::int64_t n_head_;
+  double dropout_;
 };
 TORCH_MODULE(CausalSelfAttention);
 
@@ -34,12 +37,14 @@ TORCH_MODULE(CausalSelfAttention);
 class MlpImpl : public torch::nn::Module {
  public:
   MlpImpl(std::int64_t n_embd, double dropout);
-  // x is (B,T,C); returns (B,T,C).
-  torch::Tensor forward(const torch::Tensor& x);
+  // x is (B,T,C); returns (B,T,C). Dropout site `site`.
+  torch::Tensor forward(const torch::Tensor& x, const sdk::SampleDropout& drop, std::uint64_t site);
 
   torch::nn::Linear c_fc{nullptr};
   torch::nn::Linear c_proj{nullptr};
-  torch::nn::Dropout dropout{nullptr};
+
+ private:
+  double dropout_;
 };
 TORCH_MODULE(Mlp);
 
@@ -48,8 +53,10 @@ TORCH_MODULE(Mlp);
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(std::int64_t n_embd, std::int64_t n_head, double dropout);
+  // Dropout sites of a block: `first` .. `first` + kDropoutSites - 1.
+  static constexpr std::uint64_t kDropoutSites = 3;
   // x is (B,T,C); returns (B,T,C).
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x, const sdk::SampleDropout& drop, std::uint64_t first);
 
   torch::nn::LayerNorm ln_1{nullptr};
   CausalSelfAttention attn{nullptr};

@@ -14,11 +14,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-Gpt2Impl::Gpt2Impl(const Gpt2Config& config) {
+Gpt2Impl::Gpt2Impl(const Gpt2Config& config) : dropout_(config.dropout) {
   // Registration order is the parameter order every rank reports: wte, wpe, h.0 ... h.{L-1}, ln_f.
   wte = register_module("wte", torch::nn::Embedding(config.vocab_size, config.n_embd));
   wpe = register_module("wpe", torch::nn::Embedding(config.block_size, config.n_embd));
-  drop = register_module("drop", torch::nn::Dropout(config.dropout));
   h = register_module("h", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < config.n_layer; ++i) h->push_back(Block(config.n_embd, config.n_head, config.dropout));
   ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.n_embd})));
@@ -49,11 +48,15 @@ void Gpt2Impl::init_weights(std::int64_t n_layer) {
   }
 }
 
-torch::Tensor Gpt2Impl::forward(const torch::Tensor& idx) {
+torch::Tensor Gpt2Impl::forward(const torch::Tensor& idx, const sdk::SampleDropout& drop) {
   const std::int64_t T = idx.size(1);
   const auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(idx.device()));  // (T,)
-  auto x = drop(wte(idx) + wpe(pos));  // (B,T,C) + (T,C) broadcast over the batch
-  for (const auto& block : *h) x = block->as<BlockImpl>()->forward(x);
+  auto x = drop(wte(idx) + wpe(pos), dropout_, 0, is_training());  // (B,T,C) + (T,C) broadcast over the batch
+  std::uint64_t site = 1;
+  for (const auto& block : *h) {
+    x = block->as<BlockImpl>()->forward(x, drop, site);
+    site += BlockImpl::kDropoutSites;
+  }
   return ln_f(x);
 }
 

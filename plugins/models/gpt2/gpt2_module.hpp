@@ -6,7 +6,6 @@
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
@@ -17,16 +16,17 @@ class Gpt2Impl : public torch::nn::Module {
  public:
   explicit Gpt2Impl(const Gpt2Config& config);
 
-  // idx is (B,T) token ids with T <= block_size; returns the final hidden states, (B,T,C).
-  torch::Tensor forward(const torch::Tensor& idx);
+  // idx is (B,T) token ids with T <= block_size; returns the final hidden states, (B,T,C). Dropout is
+  // keyed by `drop` (site 0 on the embeddings, then each block's sites in order).
+  torch::Tensor forward(const torch::Tensor& idx, const sdk::SampleDropout& drop = {});
 
   torch::nn::Embedding wte{nullptr};  // (V,C): input embedding and, transposed, the output projection
   torch::nn::Embedding wpe{nullptr};  // (block_size,C)
-  torch::nn::Dropout drop{nullptr};
   torch::nn::ModuleList h{nullptr};  // n_layer Blocks
   torch::nn::LayerNorm ln_f{nullptr};
 
  private:
+  double dropout_;
   // GPT-2's initialisation (see the definition for the rules).
   void init_weights(std::int64_t n_layer);
 };

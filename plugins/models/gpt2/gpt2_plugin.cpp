@@ -46,7 +46,7 @@ class Gpt2Model final : public sdk::Model {
 
   torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
     models::check_batch(batch, config_.block_size, "gpt2");
-    const auto hidden = net_->forward(batch.inputs);  // (B,T,C)
+    const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch));  // (B,T,C)
     return models::lm_head_loss(hidden, net_->wte->weight, /*bias=*/{}, batch, subset);
   }
 

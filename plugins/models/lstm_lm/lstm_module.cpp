@@ -2,7 +2,9 @@
 
 #include <torch/utils.h>
 
+#include <string>
 #include <tuple>
+#include <vector>
 
 namespace gradsweep::models::lstm_lm {
 namespace {
@@ -21,27 +23,40 @@ OutputLayerImpl::OutputLayerImpl(std::int64_t vocab_size, std::int64_t hidden_di
   bias = register_parameter("bias", torch::zeros({vocab_size}));
 }
 
-LstmLmImpl::LstmLmImpl(const LstmConfig& config) {
+LstmLmImpl::LstmLmImpl(const LstmConfig& config)
+    : n_layer_(config.n_layer), hidden_dim_(config.hidden_dim), dropout_(config.dropout) {
   // Registration order is the parameter order every rank reports: embedding, lstm (layer by layer:
   // weight_ih, weight_hh, bias_ih, bias_hh), output.
   embedding = register_module("embedding", torch::nn::Embedding(config.vocab_size, config.emb_dim));
-  // LibTorch's own dropout between stacked layers; with one layer there is no "between" (and it warns).
-  const double between_layers = config.n_layer > 1 ? config.dropout : 0.0;
   lstm = register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(config.emb_dim, config.hidden_dim)
                                                      .num_layers(config.n_layer)
-                                                     .batch_first(true)
-                                                     .dropout(between_layers)));
-  drop = register_module("drop", torch::nn::Dropout(config.dropout));
+                                                     .batch_first(true)));
   output = register_module("output", OutputLayer(config.vocab_size, config.hidden_dim, !config.tie_weights));
 
   torch::NoGradGuard no_grad;
   embedding->weight.uniform_(-kTokenMatrixInitRange, kTokenMatrixInitRange);
 }
 
-torch::Tensor LstmLmImpl::forward(const torch::Tensor& idx) {
-  auto x = drop(embedding(idx));           // (B,T,E)
-  auto h = std::get<0>(lstm->forward(x));  // (B,T,H): the top layer at every step
-  return drop(h);
+torch::Tensor LstmLmImpl::forward(const torch::Tensor& idx, const sdk::SampleDropout& drop) {
+  auto x = drop(embedding(idx), dropout_, 0, is_training());  // (B,T,E)
+  // Without dropout between layers the fused multi-layer kernel computes the same thing, faster.
+  const bool between = n_layer_ > 1 && dropout_ > 0.0 && is_training();
+  auto h = between ? layer_by_layer(x, drop) : std::get<0>(lstm->forward(x));  // (B,T,H): the top layer
+  return drop(h, dropout_, static_cast<std::uint64_t>(n_layer_), is_training());
+}
+
+torch::Tensor LstmLmImpl::layer_by_layer(torch::Tensor x, const sdk::SampleDropout& drop) {
+  const auto weights = lstm->named_parameters(/*recurse=*/false);
+  const auto zeros = torch::zeros({1, x.size(0), hidden_dim_}, x.options());
+  for (std::int64_t layer = 0; layer < n_layer_; ++layer) {
+    const std::string l = std::to_string(layer);
+    const std::vector<torch::Tensor> params{weights["weight_ih_l" + l], weights["weight_hh_l" + l],
+                                            weights["bias_ih_l" + l], weights["bias_hh_l" + l]};
+    x = std::get<0>(torch::lstm(x, {zeros, zeros}, params, /*has_biases=*/true, /*num_layers=*/1, /*dropout=*/0.0,
+                                /*train=*/true, /*bidirectional=*/false, /*batch_first=*/true));
+    if (layer + 1 < n_layer_) x = drop(x, dropout_, static_cast<std::uint64_t>(layer + 1), true);
+  }
+  return x;
 }
 
 torch::Tensor LstmLmImpl::output_weight() const {

@@ -51,7 +51,7 @@ class LstmLmModel final : public sdk::Model {
 
   torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
     models::check_batch(batch, /*block_size=*/0, "lstm_lm");
-    const auto hidden = net_->forward(batch.inputs);  // (B,T,H)
+    const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch));  // (B,T,H)
     return models::lm_head_loss(hidden, net_->output_weight(), net_->output->bias, batch, subset);
   }
 
