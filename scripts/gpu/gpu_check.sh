@@ -5,8 +5,8 @@
 #      from gpu-debs/ (made by scripts/gpu/fetch-debs.sh; carry it along);
 #   2. run the NCCL backend's collectives on one rank (scripts/gpu/nccl_check.cpp);
 #   3. train GPT-2 124M (experiments/gpu/gpt2_124m.yaml) on one rank over the NCCL backend with
-#      `single` in fp32 and bf16, `ring` (NCCL's own allreduce) in fp32 and `ring-amp` in bf16, and print
-#      tokens/s and MFU of each.
+#      `single` in fp32 and bf16, `ring` (NCCL's own allreduce) in fp32 and `ring-amp` in bf16, and
+#      `single` bf16 with dropout 0.1 (keyed dropout), and print tokens/s and MFU of each.
 # Everything goes to $OUT (or ./gpu-out): gpu_check.log, the build log, each run's summary.json.
 # A failing step says which one; later steps that do not depend on it still run (training needs the build).
 set -euo pipefail
@@ -121,6 +121,9 @@ run_step "single bf16" 120 train single-bf16 --set 'strategy={name: single, prec
 run_step "ring fp32 (NCCL allreduce)" 150 train ring-fp32 --set 'strategy={name: ring, algorithm: native}' || true
 run_step "ring-amp bf16 (NCCL allreduce)" 120 train ring-amp-bf16 \
   --set 'strategy={name: ring-amp, precision: bf16, algorithm: native}' || true
+# Dropout keyed by (seed, step, sample) (sdk/sample_dropout.hpp) is integer tensor arithmetic: run it on CUDA.
+run_step "single bf16, dropout 0.1 (keyed dropout on CUDA)" 120 train single-bf16-dropout \
+  --set 'strategy={name: single, precision: bf16}' --set model.dropout=0.1 || true
 
 # ---- 5. summary --------------------------------------------------------------------------------------
 step "summary"

@@ -1,5 +1,7 @@
 #include "experiment/slurm/slurm_launcher.hpp"
 
+#include "experiment/run_order.hpp"
+
 #include "experiment/slurm/batch_script.hpp"
 #include "experiment/slurm/resource_shape.hpp"
 #include "experiment/slurm/shell_quote.hpp"
@@ -91,8 +93,10 @@ class SlurmLauncher final : public Launcher {
 
   LaunchResult run(const std::vector<PlannedCell>& cells, const LaunchOptions& options,
                    ProgressSink& progress) override {
+    // Array tasks start in index order, so the array lists repeats interleaved as the local launcher runs
+    // them (run_order.hpp): a drift of the cluster's load falls on every configuration alike.
     std::vector<PlannedCell> todo;
-    for (const PlannedCell& c : cells)
+    for (const PlannedCell& c : interleaved_order(cells))
       if (!is_cell_done(c.dir, c.config_hash)) todo.push_back(c);
     LaunchResult result;
     if (todo.empty()) return result;

@@ -95,6 +95,7 @@ CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string
     status.exit_code = written.exit_code;
     status.reason = with_log_error("srun exited with code " + std::to_string(written.exit_code) + " in job " + job,
                                    cell_dir);
+    status.failure = classify_failure(cell_dir, written.exit_code);  // as for local cells: hang, killed, mismatch
     return status;
   }
   if (!slurm) {
@@ -115,6 +116,7 @@ CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string
   } else {
     status.state = CellState::Failed;
     status.reason = with_log_error("job " + job + " ended without a status: " + describe(*slurm), cell_dir);
+    status.failure = classify_failure(cell_dir, status.exit_code);
   }
   return status;
 }
