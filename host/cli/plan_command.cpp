@@ -38,7 +38,7 @@ void register_plan_command(CLI::App& app) {
   cmd->add_option("--max-cells", args->max_cells, "Refuse a sweep of more cells than this (default 10000)")
       ->check(CLI::PositiveNumber);
   cmd->callback([args] {
-    const LoadedSweep sweep = load_sweep(args->experiment, args->out, args->overrides, args->max_cells);
+    const LoadedSweep sweep = load_sweep(args->experiment, args->out, args->overrides, args->max_cells, CellFiles::Skip);
     const SweepPlan& plan = sweep.plan;
     std::map<std::string, int> counts;
     std::cout << "experiment " << plan.name << " -> " << plan.out_dir.string() << "\n";

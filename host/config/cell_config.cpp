@@ -82,7 +82,8 @@ const std::map<std::string, std::vector<HostOption>>& host_options() { return ho
 void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, const std::string& key, Diagnostics& diag) {
   // Thousands of OpenMP threads per rank end in "libgomp: Out of memory" or, under a memory limit, in a
   // hang: the bound is a multiple of what this machine has, which oversubscription beyond is never useful.
-  const std::int64_t hardware = std::thread::hardware_concurrency();
+  // Asked once: planning checks every cell of a sweep, and each ask reads the CPU set afresh.
+  static const std::int64_t hardware = std::thread::hardware_concurrency();
   if (hardware > 0 && threads > kThreadsPerCore * hardware && threads <= kMaxThreads)  // beyond: out of range
     diag.error(where, key, std::to_string(threads) + " threads per rank is more than " + std::to_string(kThreadsPerCore) +
                                " x the " + std::to_string(hardware) + " hardware threads of this machine");

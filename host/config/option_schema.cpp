@@ -157,8 +157,10 @@ sdk::Options resolve_options(const YAML::Node& section, const std::string& path,
 
 YAML::Node to_yaml(const sdk::Options& options) {
   YAML::Node node(YAML::NodeType::Map);
+  // The keys are distinct (a map): appended without node[k]'s search through the keys before, which made
+  // this the costliest step of planning a sweep (once per section of every cell).
   for (const auto& [key, value] : options.values())
-    std::visit([&, k = key](const auto& v) { node[k] = v; }, value);
+    std::visit([&, k = key](const auto& v) { node.force_insert(k, v); }, value);
   return node;
 }
 

@@ -8,12 +8,33 @@
 
 #include <torch/torch.h>
 
+#include <cstdio>
+#include <type_traits>
+#include <variant>
+
 namespace gradsweep::experiment {
 
 const sdk::ModelInfo& ModelFacts::of(const host::PluginRecord& record, const sdk::Options& options) {
-  YAML::Emitter key;
-  key << host::to_yaml(options);
-  const std::string id = record.path.string() + "\n" + record.name + "\n" + key.c_str();
+  // The key is asked for once per cell: built from the values directly, as emitting YAML for it cost more
+  // than the rest of the look-up.
+  std::string id = record.path.string() + "\n" + record.name;
+  for (const auto& [key, value] : options.values()) {
+    id += "\n" + key + "=" + std::to_string(value.index()) + ":";
+    std::visit(
+        [&id](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            id += std::to_string(v.size()) + ":" + v;  // its length first: no value can read as two
+          } else if constexpr (std::is_same_v<T, double>) {
+            char text[32];
+            std::snprintf(text, sizeof text, "%.17g", v);
+            id += text;
+          } else {
+            id += std::to_string(v);
+          }
+        },
+        value);
+  }
   if (const auto it = known_.find(id); it != known_.end()) return it->second;
 
   const torch::NoGradGuard no_grad;

@@ -15,6 +15,8 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+#include <utility>
 
 namespace gradsweep::experiment {
 namespace fs = std::filesystem;
@@ -134,7 +136,7 @@ struct BuiltCell {
 // Builds one cell; its problems are appended to `problems` (nothing is returned then).
 std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix& matrix, const MatrixPoint& point,
                                     const host::PluginRegistry& registry, const fs::path& out_dir,
-                                    const fs::path& binary, ModelFacts& model_facts, bool fast,
+                                    const fs::path& binary, ModelFacts& model_facts, bool fast, CellFiles files,
                                     std::vector<std::string>& problems) {
   const std::string file = exp.file.string();
   YAML::Node root = fast ? cell_sections_copy(exp.root) : exp.fresh_root();
@@ -303,15 +305,23 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
                 static_cast<int>(slurm.integer("cpus_per_task")), extra,
                 static_cast<int>(slurm.integer("max_concurrent"))};
   cell.repeat = point.repeat;
-  YAML::Node effective = YAML::Clone(resolved);  // a copy: assigning a Node would alias it
-  effective["launcher"]["nodes"] = nodes;
-  effective["launcher"]["ranks_per_node"] = per_node;
-  effective["launcher"]["threads"] = threads;
+  // The resolved value of an axis the cell does not set (a default); built only when one is needed.
+  YAML::Node effective;
+  bool have_effective = false;
   for (const auto& axis : matrix.axes) {
     YAML::Node value = find_path(cell_root, axis.path);
-    if (!value) value = find_path(effective, axis.path);
+    if (!value) {
+      if (!std::exchange(have_effective, true)) {
+        effective = YAML::Clone(resolved);  // a copy: assigning a Node would alias it
+        effective["launcher"]["nodes"] = nodes;
+        effective["launcher"]["ranks_per_node"] = per_node;
+        effective["launcher"]["threads"] = threads;
+      }
+      value = find_path(effective, axis.path);
+    }
     cell.axes.emplace_back(axis.name, value_text(value) + plugin_options_label(axis.name, cell_root, matrix.axes));
   }
+  if (files == CellFiles::Skip) return built;
 
   YAML::Emitter out;
   out << resolved;
@@ -344,7 +354,7 @@ std::vector<fs::path> experiment_plugin_path(const ExperimentFile& experiment) {
 }
 
 SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir, const host::PluginRegistry& registry,
-                     const fs::path& gradsweep_binary, std::size_t max_cells) {
+                     const fs::path& gradsweep_binary, std::size_t max_cells, CellFiles cell_files) {
   Diagnostics diag(experiment.file.string());
   const SweepMatrix matrix = expand_matrix(experiment.root, diag, max_cells);
   diag.throw_if_any();
@@ -356,38 +366,47 @@ SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir, 
 
   // A problem in the base shows up in every cell: report each distinct problem once, naming the cell
   // only when some cells have it and others do not.
+  // Per problem, the first cell that has it and how many do: describing a cell parses the file again.
   std::vector<std::string> order;
-  std::map<std::string, std::vector<std::string>> cells_with;
+  std::map<std::string, std::pair<std::string, std::size_t>> cells_with;
   std::set<std::string> ids;
   ModelFacts model_facts;
   for (const auto& point : matrix.points) {
     std::vector<std::string> problems;
-    auto built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts, true, problems);
+    auto built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts, true,
+                            cell_files, problems);
+    ++plan.cell_builds;
     if (!built) {  // again from the file, for messages with their line and column
       problems.clear();
-      built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts, false, problems);
+      built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts, false,
+                         cell_files, problems);
+      ++plan.cell_builds;
     }
     for (const auto& p : problems) {
-      if (!cells_with.count(p)) order.push_back(p);
-      cells_with[p].push_back(describe_point(matrix, experiment, point));
+      if (!cells_with.count(p)) {
+        order.push_back(p);
+        cells_with[p].first = describe_point(matrix, experiment, point);
+      }
+      ++cells_with[p].second;
     }
     if (!built) continue;
+    if (!built->yaml.empty()) ++plan.yaml_emits;
     if (!ids.insert(built->cell.id).second) {
       ++plan.duplicates;
       continue;
     }
     plan.cells.push_back(std::move(built->cell));
-    plan.cell_yaml.push_back(std::move(built->yaml));
+    if (cell_files == CellFiles::Make) plan.cell_yaml.push_back(std::move(built->yaml));
   }
   if (!order.empty() || !experiment.problems.empty()) {
     std::vector<std::string> problems = experiment.problems;
     for (const auto& p : order) {
-      const auto& cells = cells_with[p];
-      if (cells.size() == matrix.points.size() && matrix.points.size() > 1) {
+      const auto& [first, count] = cells_with[p];
+      if (count == matrix.points.size() && matrix.points.size() > 1) {
         problems.push_back(p);
       } else {
-        std::string where = " (cell " + cells.front();
-        if (cells.size() > 1) where += ", and " + std::to_string(cells.size() - 1) + " more";
+        std::string where = " (cell " + first;
+        if (count > 1) where += ", and " + std::to_string(count - 1) + " more";
         problems.push_back(p + where + ")");
       }
     }
@@ -397,6 +416,8 @@ SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir, 
 }
 
 void write_plan(const SweepPlan& plan, const std::string& experiment_text) {
+  if (plan.cell_yaml.size() != plan.cells.size())
+    throw std::logic_error("write_plan: the plan was made without its cells' YAML (CellFiles::Skip)");
   nlohmann::json cells = nlohmann::json::array();
   for (std::size_t i = 0; i < plan.cells.size(); ++i) {
     const PlannedCell& c = plan.cells[i];

@@ -17,7 +17,8 @@ struct LoadedSweep {
 // Validates everything (throws host::ConfigError listing every problem) and plans the cells under
 // `out_dir`, or runs/<experiment name> when empty.
 LoadedSweep load_sweep(const std::filesystem::path& experiment_file, const std::string& out_dir,
-                       const std::vector<std::string>& overrides, std::size_t max_cells = kDefaultMaxCells);
+                       const std::vector<std::string>& overrides, std::size_t max_cells = kDefaultMaxCells,
+                       CellFiles cell_files = CellFiles::Make);
 
 // This executable, for the ranks' command lines.
 std::filesystem::path self_executable();
