@@ -5,10 +5,16 @@
 // Fairness: iterations alternate the algorithms (and which goes first), so a burst of load from another
 // process hits both alike; every timed call starts after a barrier, so it measures the collective and
 // not the ranks' arrival skew; t is the slowest rank's mean, as nccl-tests reports.
+//
+// `hierarchical` runs by default when the job spans more than one node (or GRADSWEEP_RANKS_PER_NODE makes
+// "nodes" on one machine); its intra-node phases (reduce-scatter + all-gather) and its inter-node
+// allreduce are also timed apart, each with its own busbw: 2(L-1)/L x S over the intra time for L ranks
+// per node, 2(N-1)/N x S/L over the inter time for N nodes (each local rank's shard is S/L).
 #include "cli/bench_comm_command.hpp"
 
 #include "comm/algorithms/ring.hpp"
 #include "comm/host_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "services/logging.hpp"
 #include "train/machine.hpp"
@@ -167,6 +173,8 @@ std::string check_once(sdk::Communicator& comm, Case& k, const std::string& algo
 
 struct Figures {
   double seconds = 0, algbw = 0, busbw = 0;  // GB/s = 1e9 bytes/s
+  // hierarchical only: the slowest rank's mean time in each phase and its busbw (0 otherwise)
+  double intra_seconds = 0, intra_busbw = 0, inter_seconds = 0, inter_busbw = 0;
 };
 
 class CommBench {
@@ -191,6 +199,12 @@ class CommBench {
                           {"iters", args_.iters}, {"warmup", args_.warmup}, {"threads", threads},
                           {"algorithms", args_.algorithms}, {"ring_tuning", ring_tuning()},
                           {"bus_factor", bus_factor(collective, n)}, {"results", nlohmann::json::array()}};
+    if (const auto* backend = dynamic_cast<const MpiCommunicator*>(&comm_); backend != nullptr) {
+      // The split hierarchical uses (GRADSWEEP_RANKS_PER_NODE's, if set); "" when its nodes are equal.
+      const mpi::NodeSplit& split = backend->node_split();
+      report["hierarchical_split"] = {{"ranks_per_node", split.node_size()}, {"nodes", split.cross_size()},
+                                      {"uneven", split.uneven()}};
+    }
     if (comm_.rank() == 0) print_header(collective, n, threads);
     for (std::uint64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
       Case k = make_case(collective, bytes, dtype, n);
@@ -211,7 +225,9 @@ class CommBench {
   }
 
   sdk::Communicator& view(const std::string& algorithm) {
-    return sdk::collective::with_algorithm(comm_, algorithm == "ring" ? sdk::Algorithm::Ring : sdk::Algorithm::Native);
+    return sdk::collective::with_algorithm(comm_, algorithm == "ring"           ? sdk::Algorithm::Ring
+                                                  : algorithm == "hierarchical" ? sdk::Algorithm::Hierarchical
+                                                                                : sdk::Algorithm::Native);
   }
 
   nlohmann::json ring_tuning() const {
@@ -242,7 +258,9 @@ class CommBench {
 
   std::vector<Figures> time(Case& k, const std::vector<sdk::Communicator*>& views, Collective collective) {
     const std::size_t algos = views.size();
-    torch::Tensor seconds = torch::zeros({static_cast<std::int64_t>(algos)}, torch::kDouble);
+    // [a] the call, [algos + a] its intra-node phases, [2 algos + a] its inter-node phase (hierarchical)
+    torch::Tensor seconds = torch::zeros({3 * static_cast<std::int64_t>(algos)}, torch::kDouble);
+    auto* backend = dynamic_cast<MpiCommunicator*>(&comm_);
     for (int it = -args_.warmup; it < args_.iters; ++it) {
       for (std::size_t j = 0; j < algos; ++j) {
         const std::size_t a = (j + static_cast<std::size_t>(it + args_.warmup)) % algos;  // who goes first rotates
@@ -250,7 +268,14 @@ class CommBench {
         const auto t0 = Clock::now();
         sdk::check(run_once(*views[a], k));
         const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (it >= 0) seconds[static_cast<std::int64_t>(a)] += dt;
+        if (it < 0) continue;
+        const auto i = static_cast<std::int64_t>(a);
+        seconds[i] += dt;
+        if (backend != nullptr && args_.algorithms[a] == "hierarchical" && k.collective == Collective::Allreduce) {
+          const hierarchical::Phases p = backend->last_hierarchical_phases();
+          seconds[static_cast<std::int64_t>(algos) + i] += p.intra_seconds;
+          seconds[2 * static_cast<std::int64_t>(algos) + i] += p.inter_seconds;
+        }
       }
     }
     seconds.div_(args_.iters);
@@ -261,6 +286,15 @@ class CommBench {
       f.seconds = seconds[static_cast<std::int64_t>(a)].item<double>();
       f.algbw = f.seconds > 0 ? static_cast<double>(k.bytes) / f.seconds / 1e9 : 0.0;
       f.busbw = f.algbw * bus_factor(collective, comm_.size());
+      f.intra_seconds = seconds[static_cast<std::int64_t>(algos + a)].item<double>();
+      f.inter_seconds = seconds[static_cast<std::int64_t>(2 * algos + a)].item<double>();
+      if (backend != nullptr && (f.intra_seconds > 0 || f.inter_seconds > 0)) {
+        const mpi::NodeSplit& split = backend->node_split();
+        const double s = static_cast<double>(k.bytes), per_node = split.node_size();
+        if (f.intra_seconds > 0) f.intra_busbw = s * bus_factor(collective, split.node_size()) / f.intra_seconds / 1e9;
+        if (f.inter_seconds > 0)
+          f.inter_busbw = s / per_node * bus_factor(collective, split.cross_size()) / f.inter_seconds / 1e9;
+      }
     }
     comm_.take_stats();  // the benchmark's own traffic is not anyone's step
     return out;
@@ -287,17 +321,27 @@ class CommBench {
     const std::int64_t elements = k.collective == Collective::Allreduce ? k.per_rank : k.per_rank * comm_.size();
     std::string row = fmt::format("  {:>12} {:>12}", k.bytes, elements);
     nlohmann::json entry{{"bytes", k.bytes}, {"elements", elements}};
+    std::string phases;
     for (std::size_t a = 0; a < figures.size(); ++a) {
       const Figures& f = figures[a];
       row += fmt::format(" | {:>8} {:>10.1f} {:>7.2f} {:>7.2f}", "", f.seconds * 1e6, f.algbw, f.busbw);
       entry[args_.algorithms[a]] = {{"time_us", f.seconds * 1e6}, {"algbw_gbps", f.algbw}, {"busbw_gbps", f.busbw}};
+      if (f.intra_seconds > 0 || f.inter_seconds > 0) {
+        entry[args_.algorithms[a]]["intra_time_us"] = f.intra_seconds * 1e6;
+        entry[args_.algorithms[a]]["intra_busbw_gbps"] = f.intra_busbw;
+        entry[args_.algorithms[a]]["inter_time_us"] = f.inter_seconds * 1e6;
+        entry[args_.algorithms[a]]["inter_busbw_gbps"] = f.inter_busbw;
+        phases += fmt::format("    {} intra-node {:.1f} us busbw {:.2f}; inter-node {:.1f} us busbw {:.2f}\n",
+                              args_.algorithms[a], f.intra_seconds * 1e6, f.intra_busbw, f.inter_seconds * 1e6,
+                              f.inter_busbw);
+      }
     }
     if (figures.size() == 2 && figures[1].seconds > 0) {
       const double ratio = figures[0].seconds / figures[1].seconds;  // = busbw[1] / busbw[0]
       row += fmt::format(" | {:>6.3f}", ratio);
       entry["ratio"] = ratio;
     }
-    std::cout << row << std::endl;
+    std::cout << row << "\n" << phases << std::flush;
     report["results"].push_back(entry);
   }
 
@@ -322,9 +366,10 @@ void register_bench_comm_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--iters", args->iters, "Timed iterations per size and algorithm")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed iterations first")->capture_default_str();
-  cmd->add_option("--algorithms", args->algorithms, "native, ring or both (comma-separated)")
+  cmd->add_option("--algorithms", args->algorithms, "native, ring, hierarchical (comma-separated; default native,ring, "
+                  "plus hierarchical on more than one node or with GRADSWEEP_RANKS_PER_NODE)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"native", "ring"}))
+      ->check(CLI::IsMember({"native", "ring", "hierarchical"}))
       ->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "float32 or bfloat16")
       ->check(CLI::IsMember({"float32", "bfloat16"}))
@@ -332,9 +377,12 @@ void register_bench_comm_command(CLI::App& app) {
   cmd->add_option("--json", args->json, "Also write the figures to this file (rank 0)");
   cmd->add_option("--threads", args->threads, "LibTorch threads per rank (0: the node's cores shared by its ranks)")
       ->capture_default_str();
-  cmd->callback([args] {
+  CLI::Option* algorithms = cmd->get_option("--algorithms");
+  cmd->callback([args, algorithms] {
     std::unique_ptr<HostCommunicator> comm = make_mpi_communicator();
     init_logging(comm->rank());
+    if (algorithms->count() == 0 && (comm->local_size() < comm->size() || mpi::ranks_per_node_override() > 0))
+      args->algorithms.push_back("hierarchical");
     try {
       CommBench(*args, *comm).run();
     } catch (const std::exception& e) {

@@ -89,10 +89,15 @@ MpiCommunicator::MpiCommunicator()
     tag_ub_ = *tag_ub;
   mpi::create_reduce_ops();
   ring_view_ = std::make_unique<AlgorithmView>(*this, *this, sdk::Algorithm::Ring);
+  split_ = std::make_unique<mpi::NodeSplit>(ring_comm_);
+  async_split_ = std::make_unique<mpi::NodeSplit>(async_comm_);
+  hierarchical_view_ = std::make_unique<AlgorithmView>(*this, *this, sdk::Algorithm::Hierarchical);
 }
 
 MpiCommunicator::~MpiCommunicator() {
   drain_async();
+  split_.reset();
+  async_split_.reset();
   for (MPI_Comm* c : {&comm_, &ring_comm_, &async_comm_, &check_comm_})
     if (*c != MPI_COMM_NULL && mpi::active()) MPI_Comm_free(c);
 }

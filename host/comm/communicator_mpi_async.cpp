@@ -64,8 +64,9 @@ class MpiRequest final : public sdk::Request {
 
 sdk::Status MpiCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op,
                                                 std::unique_ptr<sdk::Request>* request) noexcept {
-  const bool ring = algorithm == sdk::Algorithm::Ring;
-  const std::string call = ring ? "ring allreduce_async" : "allreduce_async";
+  const bool hierarchical = algorithm == sdk::Algorithm::Hierarchical;
+  const bool ring = algorithm == sdk::Algorithm::Ring || hierarchical;
+  const std::string call = hierarchical ? "hierarchical allreduce_async" : ring ? "ring allreduce_async" : "allreduce_async";
   return counted([&] {
     if (request == nullptr) throw std::invalid_argument(call + ": request is null");
     if (!ring && algorithm != sdk::Algorithm::Native)
@@ -73,7 +74,11 @@ sdk::Status MpiCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch:
     const mpi::Buffer b = mpi::buffer_of(tensor, call, "the");
     const MPI_Op mop = mpi::reduce_op(tensor.scalar_type(), op);  // also rejects an unknown op, before queueing
     std::function<sdk::Status()> body;
-    if (ring) {
+    if (hierarchical) {
+      body = [this, held = tensor, op, call]() mutable {
+        return sdk::guard([&] { hierarchical_allreduce(*async_split_, async_comm_, held, op, call); });
+      };
+    } else if (ring) {
       body = [this, held = tensor, op, call]() mutable {
         return sdk::guard([&] { ring_allreduce(async_comm_, held, op, call); });
       };

@@ -5,7 +5,10 @@
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_ring_transport.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <stdexcept>
+#include <utility>
 
 namespace gradsweep::host {
 namespace {
@@ -25,9 +28,19 @@ sdk::Status MpiCommunicator::with_algorithm(sdk::Algorithm algorithm, sdk::Commu
   switch (algorithm) {
     case sdk::Algorithm::Native: *view = this; return sdk::Status::Ok();
     case sdk::Algorithm::Ring: *view = ring_view_.get(); return sdk::Status::Ok();
+    case sdk::Algorithm::Hierarchical:
+      if (rank_ == 0 && !std::exchange(split_logged_, true)) {
+        if (split_->uneven().empty())
+          spdlog::info("hierarchical allreduce: {} node(s) of {} rank(s){}", split_->cross_size(), split_->node_size(),
+                       mpi::ranks_per_node_override() > 0 ? " (GRADSWEEP_RANKS_PER_NODE)" : "");
+        else
+          spdlog::warn("hierarchical allreduce runs as the flat ring: {}", split_->uneven());
+      }
+      *view = hierarchical_view_.get();
+      return sdk::Status::Ok();
   }
   return sdk::Status::Error("with_algorithm: unknown algorithm " + std::to_string(static_cast<std::uint32_t>(algorithm)) +
-                            " (the MPI backend has native and ring)");
+                            " (the MPI backend has native, ring and hierarchical)");
 }
 
 Traffic MpiCommunicator::ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op,
@@ -39,8 +52,28 @@ Traffic MpiCommunicator::ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sd
   return allreduce_traffic(b.bytes, size_);
 }
 
+Traffic MpiCommunicator::hierarchical_allreduce(const mpi::NodeSplit& split, MPI_Comm flat, torch::Tensor& tensor,
+                                                sdk::ReduceOp op, const std::string& call) {
+  if (!split.uneven().empty()) return ring_allreduce(flat, tensor, op, call);
+  const mpi::Buffer b = buffer_of(tensor, call, "the");
+  check_op(op, call);
+  mpi::RingTransport node(split.node(), split.node_rank(), split.node_size(), call + " (intra-node)");
+  mpi::RingTransport cross(split.cross(), split.cross_rank(), split.cross_size(), call + " (inter-node)");
+  hierarchical::Phases phases;
+  hierarchical::allreduce(node, cross, tensor, op, ring_tuning_, &phases);
+  if (&split == split_.get()) last_phases_ = phases;
+  // Counted as the ring would move it, like every algorithm (comm/byte_counting.hpp).
+  return allreduce_traffic(b.bytes, size_);
+}
+
 sdk::Status MpiCommunicator::allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
   if (algorithm == sdk::Algorithm::Native) return allreduce(tensor, op);
+  if (algorithm == sdk::Algorithm::Hierarchical)
+    return counted([&] {
+      buffer_of(tensor, "hierarchical allreduce", "the");
+      const CollectiveTimeout::Scope watch(timeout_, describe("hierarchical allreduce", tensor) + where());
+      return hierarchical_allreduce(*split_, ring_comm_, tensor, op, "hierarchical allreduce");
+    });
   return counted([&] {
     buffer_of(tensor, "ring allreduce", "the");  // before the watchdog's description reads the tensor
     check_op(op, "ring allreduce");

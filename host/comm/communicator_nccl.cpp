@@ -192,6 +192,10 @@ class NcclCommunicator final : public HostCommunicator {
       *view = this;
       return sdk::Status::Ok();
     }
+    if (algorithm == sdk::Algorithm::Hierarchical)
+      return sdk::Status::Error(
+          "with_algorithm(Hierarchical): gradsweep's hierarchical allreduce runs on the MPI backend (runtime.comm: "
+          "mpi); NCCL already splits intra-node and inter-node traffic: use Algorithm::Native on the NCCL backend");
     return sdk::Status::Error(
         "with_algorithm(Ring): gradsweep's own ring runs on the MPI backend (runtime.comm: mpi); NCCL's "
         "allreduce is already a ring: use Algorithm::Native on the NCCL backend");

@@ -4,6 +4,7 @@
 // communicator_mpi_async.cpp: asynchronous collectives on the worker thread). Internal to host/comm:
 // make_mpi_communicator() is the way in.
 #include "comm/algorithm_view.hpp"
+#include "comm/algorithms/hierarchical.hpp"
 #include "comm/algorithms/ring.hpp"
 #include "comm/async_worker.hpp"
 #include "comm/byte_counting.hpp"
@@ -11,6 +12,7 @@
 #include "comm/collective_timeout.hpp"
 #include "comm/flight_recorder.hpp"
 #include "comm/host_communicator.hpp"
+#include "comm/mpi_node_split.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -96,6 +98,10 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
 
   // The ring versions, on `comm` (ring_comm_ from calling threads, async_comm_ on the worker).
   Traffic ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op, const std::string& call);
+  // Hierarchical on `split` (split_ from calling threads, async_split_ on the worker); the flat ring on
+  // `flat` when the nodes are uneven.
+  Traffic hierarchical_allreduce(const mpi::NodeSplit& split, MPI_Comm flat, torch::Tensor& tensor, sdk::ReduceOp op,
+                                 const std::string& call);
   // Completes every queued async operation (under the watchdog) and detaches the requests left.
   void drain_async();
 
@@ -112,7 +118,18 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   // Before timeout_: the watchdog's thread uses it until it is joined.
   CollectiveForensics forensics_;
   CollectiveTimeout timeout_;
-  std::unique_ptr<AlgorithmView> ring_view_;
+  std::unique_ptr<AlgorithmView> ring_view_, hierarchical_view_;
+  // Node and cross-node communicators for hierarchical allreduce, split from ring_comm_ and async_comm_.
+  std::unique_ptr<mpi::NodeSplit> split_, async_split_;
+  bool split_logged_ = false;  // the split (or the flat-ring fallback) is logged once, not per with_algorithm
+
+ public:
+  // The phases of this rank's last blocking hierarchical allreduce (`gradsweep bench comm`).
+  hierarchical::Phases last_hierarchical_phases() const { return last_phases_; }
+  const mpi::NodeSplit& node_split() const { return *split_; }
+
+ private:
+  hierarchical::Phases last_phases_;
   std::mutex requests_mutex_;
   std::set<MpiRequest*> requests_;  // requests alive, detached when the communicator goes
   // Last member: destroyed (joined) first, while everything its jobs use still exists.

@@ -37,7 +37,13 @@ torch::Tensor reference(ReduceOp op, int ranks, std::int64_t n, torch::ScalarTyp
 
 const char* op_name(ReduceOp op) { return op == ReduceOp::Sum ? "sum" : op == ReduceOp::Max ? "max" : "min"; }
 
-const char* algorithm_name(sdk::Algorithm a) { return a == sdk::Algorithm::Ring ? "ring" : "native"; }
+const char* algorithm_name(sdk::Algorithm a) {
+  switch (a) {
+    case sdk::Algorithm::Ring: return "ring";
+    case sdk::Algorithm::Hierarchical: return "hierarchical";
+    default: return "native";
+  }
+}
 
 std::string name(const std::string& call, torch::ScalarType dtype, std::int64_t n, const std::string& extra) {
   return call + "[" + c10::toString(dtype) + " x" + std::to_string(n) + extra + "]";
@@ -115,13 +121,22 @@ int Checker::run_all() {
 }
 
 int Checker::run_ring() {
-  ring_only_ = true;
+  only_ = sdk::Algorithm::Ring;
   large_ = kLarge / 8;
   run_sections({{"allreduce", &Checker::allreduce},
                 {"allgather", &Checker::allgather},
                 {"reduce_scatter", &Checker::reduce_scatter},
                 {"allreduce_async", &Checker::allreduce_async}});
   return finish("ring ");
+}
+
+int Checker::run_hierarchical() {
+  only_ = sdk::Algorithm::Hierarchical;
+  run_sections({{"allreduce", &Checker::allreduce},
+                {"allgather", &Checker::allgather},
+                {"reduce_scatter", &Checker::reduce_scatter},
+                {"allreduce_async", &Checker::allreduce_async}});
+  return finish("hierarchical ");
 }
 
 }  // namespace gradsweep::check

@@ -7,6 +7,7 @@
 #include "comm/host_communicator.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,8 @@ class Checker {
   int run_all();
   // Only the ring algorithm's sections (for runs with unusual ring tuning).
   int run_ring();
+  // Only the hierarchical view's sections, at the full large size (run with GRADSWEEP_RANKS_PER_NODE).
+  int run_hierarchical();
 
  private:
   void expect(bool ok, const std::string& what, const std::string& detail = "");
@@ -72,9 +75,9 @@ class Checker {
                const std::string& what);
   std::uint64_t ring(std::uint64_t bytes, int passes) const { return passes * (n_ - 1) * bytes / n_; }
   sdk::Communicator& with(sdk::Algorithm a);
-  // The algorithms the collective sections cover: both, or only the ring (run_ring).
+  // The algorithms the collective sections cover: both, or only one (run_ring, run_hierarchical).
   std::vector<sdk::Algorithm> algorithms_checked() const {
-    return ring_only_ ? std::vector<sdk::Algorithm>{sdk::Algorithm::Ring} : kAlgorithms;
+    return only_ ? std::vector<sdk::Algorithm>{*only_} : kAlgorithms;
   }
   int finish(const char* label);
 
@@ -91,7 +94,7 @@ class Checker {
   HostCommunicator& comm_;
   const int n_, rank_;
   int checks_ = 0, failures_ = 0;
-  bool ring_only_ = false;
+  std::optional<sdk::Algorithm> only_;
   std::int64_t large_ = kLarge;  // what the sections use for kLarge
 };
 

@@ -7,6 +7,8 @@
 //                                  and "DONE rank R of N checks=C failures=F"
 //   collective_check ring          the ring sections only ("DONE rank R of N ring checks=..."), for runs
 //                                  with unusual GRADSWEEP_RING_* tuning
+//   collective_check hierarchical  the hierarchical view's sections only, after a line per rank with its
+//                                  node split ("rank R: node L of S, nodes N, uneven: ...")
 //   collective_check throw RANK    RANK throws while the others wait in an allreduce: the job must end
 //   collective_check hang RANK     RANK never joins an allreduce: the others' watchdog must end the job
 //   collective_check hang-async RANK   the same, the others waiting for an async allreduce
@@ -18,6 +20,7 @@
 // after a barrier (collective #1), the allreduce is collective #2.
 #include "check_support.hpp"
 #include "comm/collective_forensics.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "services/logging.hpp"
 
@@ -56,9 +59,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   host::init_logging(comm->rank());
-  if (mode == "verify" || mode == "ring") {
+  if (mode == "verify" || mode == "ring" || mode == "hierarchical") {
     std::printf("rank %d: %s\n", comm->rank(), host::mpi::thread_level_name(host::mpi::ensure_initialized()).c_str());
     check::Checker checker(*comm);
+    if (mode == "hierarchical") {
+      const auto& split = dynamic_cast<host::MpiCommunicator&>(*comm).node_split();
+      std::printf("rank %d: node rank %d of %d, nodes %d, uneven: %s\n", comm->rank(), split.node_rank(),
+                  split.node_size(), split.cross_size(), split.uneven().empty() ? "no" : split.uneven().c_str());
+      std::fflush(stdout);
+      return checker.run_hierarchical();
+    }
     return mode == "ring" ? checker.run_ring() : checker.run_all();
   }
   if (argc > 3) host::forensics::set_directory(argv[3], comm->rank());

@@ -56,6 +56,68 @@ TEST_P(CollectivesOnRanks, MatchLocalReferencesAndCountBytes) {
 INSTANTIATE_TEST_SUITE_P(Mpi, CollectivesOnRanks, ::testing::Values(1, 2, 3, 4),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
+// Hierarchical allreduce on "nodes" made by GRADSWEEP_RANKS_PER_NODE on this one machine: {ranks, K}.
+// 4 ranks / 2 = 2 nodes x 2; 6 / 3 = 2 nodes x 3 (odd chunks inside the node); 4 / 1 = 4 nodes x 1
+// (only the cross-node ring moves data); 6 / 2 = 3 nodes x 2; 5 / 3 = uneven nodes of 3 and 2, which
+// runs as the flat ring (and says so). Each checks every dtype, op and awkward size plus 8 MiB.
+struct NodeShape {
+  int ranks, per_node, nodes;
+  bool uneven;
+};
+
+class HierarchicalOnNodes : public ::testing::TestWithParam<NodeShape> {};
+
+TEST_P(HierarchicalOnNodes, MatchesTheReferenceSums) {
+  const NodeShape shape = GetParam();
+  const auto r = test::run_command(mpirun(shape.ranks, "-x GRADSWEEP_RANKS_PER_NODE " + collective_check("hierarchical"),
+                                          "GRADSWEEP_RANKS_PER_NODE=" + std::to_string(shape.per_node)));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("FAIL"), std::string::npos) << r.output;
+  for (int rank = 0; rank < shape.ranks; ++rank) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.output, m, std::regex("rank " + std::to_string(rank) +
+                                                          ": node rank ([0-9]+) of ([0-9]+), nodes ([0-9]+), uneven: (.*)")))
+        << r.output;
+    const int node_size = std::stoi(m[2]);
+    EXPECT_EQ(std::stoi(m[1]), rank % shape.per_node) << r.output;
+    if (shape.uneven) {
+      EXPECT_NE(m[4].str().find("nodes have between 2 and 3 ranks"), std::string::npos) << r.output;
+    } else {
+      EXPECT_EQ(m[4].str(), "no") << r.output;
+      EXPECT_EQ(node_size, shape.per_node);
+      EXPECT_EQ(std::stoi(m[3]), shape.nodes);
+    }
+    std::smatch done;
+    ASSERT_TRUE(std::regex_search(r.output, done,
+                                  std::regex("DONE rank " + std::to_string(rank) + " of " +
+                                             std::to_string(shape.ranks) + " hierarchical checks=([0-9]+) failures=0")))
+        << r.output;
+    EXPECT_GT(std::stoi(done[1]), 150);
+  }
+  if (shape.uneven)
+    EXPECT_NE(r.output.find("hierarchical allreduce runs as the flat ring: nodes have between 2 and 3 ranks"),
+              std::string::npos)
+        << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Mpi, HierarchicalOnNodes,
+                         ::testing::Values(NodeShape{4, 2, 2, false}, NodeShape{6, 3, 2, false},
+                                           NodeShape{4, 1, 4, false}, NodeShape{6, 2, 3, false},
+                                           NodeShape{5, 3, 2, true}),
+                         [](const auto& info) {
+                           const NodeShape& s = info.param;
+                           return s.uneven ? std::string("uneven3and2")
+                                           : std::to_string(s.nodes) + "nodesOf" + std::to_string(s.per_node);
+                         });
+
+TEST(HierarchicalSplit, ABadRanksPerNodeIsRefusedByName) {
+  const auto r = test::run_command(
+      mpirun(2, "-x GRADSWEEP_RANKS_PER_NODE " + collective_check("hierarchical"), "GRADSWEEP_RANKS_PER_NODE=two"));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("GRADSWEEP_RANKS_PER_NODE='two': expected a positive integer"), std::string::npos)
+      << r.output;
+}
+
 // The ring with segments of 1000 bytes (so odd chunks split into several segments of uneven length,
 // 250 float32 or 500 bfloat16 elements) and 3 exchanges in flight, on an odd number of ranks.
 TEST(RingTuning, SmallSegmentsAndDeepPipelineOnThreeRanks) {

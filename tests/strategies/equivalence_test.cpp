@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <tuple>
 
 namespace gradsweep::test {
@@ -51,6 +52,24 @@ INSTANTIATE_TEST_SUITE_P(Strategies, Equivalence,
                            return name_of(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) +
                                   "ranks_" + kVariants[std::get<2>(info.param)].label;
                          });
+
+// Hierarchical allreduce at 4 ranks made into 2 "nodes" of 2 by GRADSWEEP_RANKS_PER_NODE (inherited by
+// mpirun and its ranks on this machine): intra-node reduce-scatter, inter-node allreduce, intra-node
+// all-gather, and still `single`'s losses.
+TEST(EquivalenceHierarchical, RingWithHierarchicalOnTwoNodesOfTwoMatchesSingle) {
+  const TrainingRun& reference = single_reference(TinyModel::Gpt2);
+  ::setenv("GRADSWEEP_RANKS_PER_NODE", "2", 1);
+  const TrainingRun run = train_tiny(TinyModel::Gpt2, 4, "ring", {"strategy.algorithm=hierarchical"});
+  ::unsetenv("GRADSWEEP_RANKS_PER_NODE");
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
+  ASSERT_EQ(run.steps.size(), 20u);
+  EXPECT_LT(max_relative_difference(run.losses(), reference.losses()), 1e-5);
+  EXPECT_LT(run.losses().back(), run.losses().front());
+  EXPECT_NE(run.log(0).find("hierarchical allreduce: 2 node(s) of 2 rank(s) (GRADSWEEP_RANKS_PER_NODE)"),
+            std::string::npos)
+      << run.log(0);
+  for (const auto& bytes : run.steps.back().at("ranks").at("bytes_sent")) EXPECT_GT(bytes.get<double>(), 0);
+}
 
 // A server that only serves: the workers split each batch between them, and the result is still `single`'s.
 TEST(EquivalenceServerOnly, PsWhoseServerDoesNotComputeMatchesSingle) {

@@ -24,12 +24,15 @@ class MixedPrecisionVariant final : public Strategy {
       : Strategy(c, MixedPrecision(c.options, c.device, Name), Name) {}
 };
 
-// The `algorithm` option of strategies that can run on gradsweep's ring or on the backend's collectives.
+// The `algorithm` option of strategies that can run on gradsweep's ring, its hierarchical allreduce
+// (intra-node reduce-scatter, inter-node allreduce, intra-node all-gather; reduce_scatter and allgather
+// stay the ring) or on the backend's collectives.
 inline sdk::Algorithm algorithm_option(const sdk::Options& options, const std::string& strategy) {
   const std::string& name = options.text("algorithm");
   if (name == "ring") return sdk::Algorithm::Ring;
   if (name == "native") return sdk::Algorithm::Native;
-  throw sdk::Error("strategy '" + strategy + "': algorithm '" + name + "' is not one of ring, native");
+  if (name == "hierarchical") return sdk::Algorithm::Hierarchical;
+  throw sdk::Error("strategy '" + strategy + "': algorithm '" + name + "' is not one of ring, native, hierarchical");
 }
 
 }  // namespace gradsweep::strategies

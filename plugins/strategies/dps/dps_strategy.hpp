@@ -19,7 +19,8 @@ namespace gradsweep::strategies {
 
 inline constexpr std::array<sdk::OptionSpec, 1> kDpsOptions{{
     {"algorithm", sdk::OptionType::String, "native",
-     "native: the backend's reduce-scatter and all-gather; ring: gradsweep's ring over point-to-point"},
+     "native: the backend's reduce-scatter and all-gather; ring: gradsweep's ring over point-to-point; "
+     "hierarchical: the ring's reduce-scatter and all-gather, the gradient norm's allreduce hierarchical"},
 }};
 
 class DpsStrategy : public sdk::Strategy {

@@ -6,7 +6,7 @@
 //
 // Gradients are fused into buckets (bucket_mb) that are allreduced asynchronously as soon as they are
 // complete during backward (common/gradient_buckets.hpp); `algorithm` picks gradsweep's own ring over
-// point-to-point or the backend's native allreduce.
+// point-to-point, its hierarchical (node-aware) allreduce, or the backend's native allreduce.
 #include "gradient_buckets.hpp"
 #include "mixed_precision.hpp"
 
@@ -21,7 +21,8 @@ namespace gradsweep::strategies {
 
 inline constexpr std::array<sdk::OptionSpec, 4> kRingOptions{{
     {"algorithm", sdk::OptionType::String, "ring",
-     "ring: gradsweep's ring allreduce over point-to-point; native: the backend's own allreduce"},
+     "ring: gradsweep's ring allreduce over point-to-point; hierarchical: intra-node reduce-scatter, "
+     "inter-node allreduce, intra-node all-gather (MPI backend); native: the backend's own allreduce"},
     {"bucket_mb", sdk::OptionType::Float, "25", "fusion bucket size in MiB (Horovod's and DDP's default is 25)"},
     {"first_bucket_mb", sdk::OptionType::Float, "1",
      "size cap of the first bucket, the first to complete in backward (DDP's is 1 MiB)"},

@@ -8,7 +8,8 @@
 // strategy exchanges those rows (RowSparseLayout) plus the other, dense parameters' gradients, and
 // nothing else. Evaluation always uses the full softmax (the trainer never restricts it).
 //
-//   transport: ring   allreduce of the packed rows (gradsweep's ring or the backend's, `algorithm`);
+//   transport: ring   allreduce of the packed rows (gradsweep's ring, hierarchical or the backend's:
+//                     `algorithm`);
 //                     every rank applies the same update, as `ring` does.
 //   transport: ps     rank 0 is a parameter server, `mode` sync or async as in `ps`. Workers push packed
 //                     rows; the server answers with parameters, and only with the rows that can have
@@ -37,7 +38,8 @@ inline constexpr std::array<sdk::OptionSpec, 8> kSampledOptions{{
     {"alpha", sdk::OptionType::Float, "0.75", "exponent of the unigram distribution (word2vec's 0.75)"},
     {"seed", sdk::OptionType::Int, "0", "seed of the per-step draw (mixed with the step number)"},
     {"transport", sdk::OptionType::String, "ring", "ring: allreduce of the rows; ps: a parameter server on rank 0"},
-    {"algorithm", sdk::OptionType::String, "ring", "transport ring: gradsweep's ring or the backend's native allreduce"},
+    {"algorithm", sdk::OptionType::String, "ring",
+     "transport ring: gradsweep's ring, its hierarchical allreduce, or the backend's native allreduce"},
     {"mode", sdk::OptionType::String, "async", "transport ps: sync or async, as in strategy ps"},
     {"exchange", sdk::OptionType::String, "sparse",
      "sparse: only the rows a step touches; dense: whole gradients (the reference)"},

@@ -23,7 +23,8 @@ namespace gradsweep::sdk {
 inline constexpr std::uint32_t kAbiMajor = 1;
 // 1.1: Communicator::with_algorithm, recv_any; Strategy::role.
 // 1.2: Strategy::output_vocabulary; StrategySetup::model and ::token_counts.
-// 1.3: Batch::sample_ids, ::step, ::seed; sample_dropout.hpp (keyed, split-independent dropout).
+// 1.3: Batch::sample_ids, ::step, ::seed; sample_dropout.hpp (keyed, split-independent dropout);
+//      Communicator::Algorithm::Hierarchical.
 inline constexpr std::uint32_t kAbiMinor = 3;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 

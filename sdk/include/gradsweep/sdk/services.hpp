@@ -45,7 +45,10 @@ enum class ReduceOp : std::uint32_t { Sum = 0, Max = 1, Min = 2 };
 // How allreduce, reduce_scatter and allgather are carried out. `Native` is the backend's own
 // (MPI_Allreduce, ncclAllReduce); `Ring` is gradsweep's bandwidth-optimal ring over the backend's
 // point-to-point (host/comm/algorithms/), so strategies can compare the two on equal terms.
-enum class Algorithm : std::uint32_t { Native = 0, Ring = 1 };
+// `Hierarchical` (ABI 1.3; MPI backend only) runs allreduce as a reduce-scatter inside each node, an
+// allreduce of the shards across nodes and an all-gather inside the node; reduce_scatter and allgather
+// run as Ring. Where nodes have unequal numbers of ranks its allreduce is the flat ring (logged).
+enum class Algorithm : std::uint32_t { Native = 0, Ring = 1, Hierarchical = 2 };
 
 // recv_any's source for "whichever rank sends first".
 inline constexpr int kAnySource = -1;

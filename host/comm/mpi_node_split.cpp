@@ -1,0 +1,53 @@
+#include "comm/mpi_node_split.hpp"
+
+#include "comm/mpi_buffer.hpp"
+#include "comm/mpi_runtime.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace gradsweep::host::mpi {
+
+int ranks_per_node_override() {
+  const char* text = std::getenv("GRADSWEEP_RANKS_PER_NODE");
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value <= 0 || value > 1 << 20)
+    throw std::invalid_argument(std::string("GRADSWEEP_RANKS_PER_NODE='") + text + "': expected a positive integer");
+  return static_cast<int>(value);
+}
+
+NodeSplit::NodeSplit(MPI_Comm parent) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(parent, &rank);
+  MPI_Comm_size(parent, &size);
+  const int per_node = ranks_per_node_override();
+  if (per_node > 0)
+    check_mpi(MPI_Comm_split(parent, rank / per_node, rank, &node_), "hierarchical split", "MPI_Comm_split");
+  else
+    check_mpi(MPI_Comm_split_type(parent, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_), "hierarchical split",
+              "MPI_Comm_split_type");
+  MPI_Comm_set_errhandler(node_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(node_, &node_rank_);
+  MPI_Comm_size(node_, &node_size_);
+  check_mpi(MPI_Comm_split(parent, node_rank_, rank, &cross_), "hierarchical split", "MPI_Comm_split");
+  MPI_Comm_set_errhandler(cross_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(cross_, &cross_rank_);
+  MPI_Comm_size(cross_, &cross_size_);
+  // Chunk r of the intra-node cut must mean the same elements on every node: only when all nodes have
+  // the same number of ranks.
+  int sizes[2] = {node_size_, -node_size_};
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MIN, parent), "hierarchical split", "MPI_Allreduce");
+  const int smallest = sizes[0], largest = -sizes[1];
+  if (smallest != largest)
+    uneven_ = "nodes have between " + std::to_string(smallest) + " and " + std::to_string(largest) +
+              " ranks (hierarchical allreduce needs equal nodes)";
+}
+
+NodeSplit::~NodeSplit() {
+  for (MPI_Comm* c : {&node_, &cross_})
+    if (*c != MPI_COMM_NULL && active()) MPI_Comm_free(c);
+}
+
+}  // namespace gradsweep::host::mpi
