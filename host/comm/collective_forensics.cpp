@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -111,7 +112,15 @@ void write_verdict(const std::string& kind, const std::string& summary, const st
   if (dir.empty()) return;
   try {
     const nlohmann::json j{{"kind", kind}, {"summary", summary}, {"message", message}};
-    util::write_file_atomically(dir / kVerdictFile, j.dump(2) + "\n");
+    // The first verdict stands: a stopped rank that mpirun wakes (SIGCONT) before killing it can reach its
+    // own watchdog after the job was judged, and would otherwise replace the verdict with one that blames
+    // the rank that did answer. link() publishes the complete file only if none exists yet.
+    const fs::path candidate = dir / (std::string(kVerdictFile) + "." + std::to_string(::getpid()));
+    util::write_file_atomically(candidate, j.dump(2) + "\n");
+    const bool first = ::link(candidate.c_str(), (dir / kVerdictFile).c_str()) == 0;
+    const int link_error = first ? 0 : errno;
+    fs::remove(candidate);
+    if (!first && link_error != EEXIST) throw std::runtime_error("cannot publish " + (dir / kVerdictFile).string());
   } catch (const std::exception& e) {
     spdlog::warn("flight recorder: could not write the verdict: {}", e.what());
   }
