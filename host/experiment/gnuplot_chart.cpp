@@ -86,7 +86,12 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
        << (below ? "set bmargin " + std::to_string(chart.series.size() + 4) +  // the x label, then the key
                        "\nset key bmargin left Left reverse vertical maxrows " + std::to_string(chart.series.size()) + "\n"
                  : std::string("set key outside right top\n"));
-    if (chart.integer_x) gp << "set xtics 1\nset offsets 0.25, 0.25, 0, 0\n";
+    // A point on the frame hides its marker: room beside the first and last node counts, and, for axes from
+    // zero (autoscale would start a throughput axis at its smallest point), above the largest value.
+    const char* top = chart.y_from_zero ? "graph 0.05" : "0";
+    if (chart.integer_x) gp << "set xtics 1\nset offsets 0.25, 0.25, " << top << ", 0\n";
+    else if (chart.y_from_zero) gp << "set offsets 0, 0, " << top << ", 0\n";
+    if (chart.y_from_zero) gp << "set yrange [0:*]\n";
     gp << "plot ";
     for (std::size_t i = 0; i < chart.series.size(); ++i) {
       // Error bars of series at the same x would hide each other: shift each series a little sideways.

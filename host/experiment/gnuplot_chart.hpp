@@ -21,6 +21,7 @@ struct Chart {
   std::vector<ChartSeries> series;
   bool points = true;    // marks at each point (false: lines only, for long curves)
   bool integer_x = false;
+  bool y_from_zero = false;  // quantities whose zero means something (tokens/s, bytes): no cut axis
 };
 
 // "pngcairo" or "png", whichever this gnuplot has; "" when there is no gnuplot at all.

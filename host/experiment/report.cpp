@@ -122,33 +122,40 @@ std::vector<Chart> build_charts(const SweepPlan& plan, const Comparison& c) {
   const std::string x = by_nodes ? "nodes" : "ranks (one node)";
   const auto metric = [&](const char* key) { return [&c, key](std::size_t i) { return number(c.cells[i].summary, key); }; };
 
-  // One-rank baseline per model: the mean tokens/s of its one-rank cells.
-  std::map<std::string, std::pair<double, int>> base;
+  // One-rank baselines: per line (the same configuration on one rank: a strategy's own scaling), and per
+  // model for lines without a one-rank cell (e.g. ring, measured against single): mean tokens/s.
+  std::map<std::string, std::pair<double, int>> base, line_base;
   const auto model_of = [&](std::size_t i) { return c.cells[i].summary.value("model", "?"); };
+  const auto names = line_names(plan, c);
   for (std::size_t i = 0; i < plan.cells.size(); ++i)
     if (c.cells[i].ok && plan.cells[i].world_size() == 1 && std::isfinite(number(c.cells[i].summary, "tokens_per_sec"))) {
-      base[model_of(i)].first += number(c.cells[i].summary, "tokens_per_sec");
-      base[model_of(i)].second += 1;
+      for (auto* b : {&base[model_of(i)], &line_base[names[i]]}) {
+        b->first += number(c.cells[i].summary, "tokens_per_sec");
+        b->second += 1;
+      }
     }
   std::vector<Chart> charts;
   auto throughput = per_line(plan, c, by_nodes, metric("tokens_per_sec"));
   const bool bars = !throughput.empty() && !throughput.front().errors.empty();
   charts.push_back({"throughput", bars ? "Training throughput (median, 95% interval)" : "Training throughput", x,
-                    "tokens/s", std::move(throughput), true, true});
+                    "tokens/s", std::move(throughput), true, true, true});
   charts.push_back({"efficiency", "Scaling efficiency vs one rank", x, "tokens/s / (ranks x one-rank tokens/s)",
                     per_line(plan, c, by_nodes,
                              [&](std::size_t i) -> double {
-                               const auto it = base.find(model_of(i));
-                               if (it == base.end()) return NAN;
+                               auto it = line_base.find(names[i]);
+                               if (it == line_base.end()) {
+                                 it = base.find(model_of(i));
+                                 if (it == base.end()) return NAN;
+                               }
                                return number(c.cells[i].summary, "tokens_per_sec") /
                                       (plan.cells[i].world_size() * it->second.first / it->second.second);
                              }),
-                    true, true});
+                    true, true, true});
   add_loss_charts(plan, c, charts);
   charts.push_back({"bytes", "Bytes sent per step (rank 0)", x, "bytes",
-                    per_line(plan, c, by_nodes, metric("bytes_sent_per_step")), true, true});
+                    per_line(plan, c, by_nodes, metric("bytes_sent_per_step")), true, true, true});
   charts.push_back({"memory", "Peak resident memory (rank 0)", x, "MiB",
-                    per_line(plan, c, by_nodes, metric("peak_rss_mb")), true, true});
+                    per_line(plan, c, by_nodes, metric("peak_rss_mb")), true, true, true});
   return charts;
 }
 

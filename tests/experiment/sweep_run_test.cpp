@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace gradsweep {
@@ -121,6 +123,21 @@ TEST_F(SweepRun, RunsOneTwoAndFourRanksAndWritesResults) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << csv;
   for (const char* plot : {"throughput", "efficiency", "loss_step", "loss_time", "bytes", "memory"})
     EXPECT_TRUE(png(out / "plots" / (std::string(plot) + ".png"))) << plot;
+  // Axes of quantities whose zero means something start at 0 (a cut axis hid the lowest marker on the frame).
+  for (const char* plot : {"throughput", "efficiency", "bytes", "memory"})
+    EXPECT_NE(test::read_text(out / "plots" / (std::string(plot) + ".gp")).find("set yrange [0:*]"), std::string::npos)
+        << plot;
+  // A configuration's one-rank point is its own efficiency baseline: exactly 1.
+  std::istringstream efficiency(test::read_text(out / "plots" / "efficiency.dat"));
+  int one_rank_points = 0;
+  for (std::string line; std::getline(efficiency, line);) {
+    double x = 0, y = 0;
+    if (std::sscanf(line.c_str(), "%lf %lf", &x, &y) == 2 && x == 1) {
+      EXPECT_NEAR(y, 1.0, 1e-9) << line;
+      ++one_rank_points;
+    }
+  }
+  EXPECT_GE(one_rank_points, 1);
   const std::string report = test::read_text(out / "report.md");
   EXPECT_NE(report.find("![Training throughput](plots/throughput.png)"), std::string::npos) << report;
   EXPECT_NE(first_->output.find("| strategy |"), std::string::npos) << first_->output;
