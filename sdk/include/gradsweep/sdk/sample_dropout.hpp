@@ -8,7 +8,8 @@
 // generator of its own, seeded with a hash of (seed, step, sample index, site) and starting from its
 // first number, and draws that sample's uniforms in one call: the same bits wherever the sample sits.
 // The generator is a clone of the device's default one (LibTorch's Philox on CUDA, mt19937 on the CPU),
-// so a mask costs what torch::dropout's does plus one small launch per sample; the bits differ between
+// so a mask costs one small launch per sample and site (GPT-2 124M bf16 with dropout 0.1 on an H200:
+// 81,286 tokens/s, 101,635 without); the bits differ between
 // devices (a CPU run and a GPU run are different runs anyway). An earlier version hashed every element
 // with int64 tensor arithmetic: same bits on every device, but about 35 passes over a (B, H, T, T)
 // attention tensor made GPT-2 124M's bf16 step on an H200 4.1x slower (24,611 against 101,125 tokens/s).
