@@ -17,6 +17,7 @@
 
 #include "comm/byte_counting.hpp"
 #include "comm/collective_timeout.hpp"
+#include "comm/dtype_name.hpp"
 #include "comm/mpi_runtime.hpp"
 
 #include <gradsweep/sdk/status.hpp>
@@ -62,19 +63,6 @@ std::string launcher_rank_suffix() {
 }
 
 // ---- tensors as NCCL buffers -----------------------------------------------------------------------
-
-const char* dtype_name(torch::ScalarType t) {
-  switch (t) {
-    case torch::kFloat: return "float32";
-    case torch::kDouble: return "float64";
-    case torch::kBFloat16: return "bfloat16";
-    case torch::kHalf: return "float16";
-    case torch::kInt: return "int32";
-    case torch::kLong: return "int64";
-    case torch::kByte: return "uint8";
-    default: return c10::toString(t);
-  }
-}
 
 std::optional<ncclDataType_t> nccl_type(torch::ScalarType t) {
   switch (t) {

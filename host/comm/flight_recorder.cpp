@@ -1,5 +1,7 @@
 #include "comm/flight_recorder.hpp"
 
+#include "comm/dtype_name.hpp"
+
 #include <c10/core/ScalarType.h>
 
 #include <algorithm>
@@ -37,17 +39,7 @@ const char* to_string(CallState state) {
 
 std::string dtype_name(std::int16_t dtype) {
   if (dtype < 0) return "";
-  const auto type = static_cast<c10::ScalarType>(dtype);
-  switch (type) {
-    case c10::ScalarType::Float: return "float32";
-    case c10::ScalarType::Double: return "float64";
-    case c10::ScalarType::BFloat16: return "bfloat16";
-    case c10::ScalarType::Half: return "float16";
-    case c10::ScalarType::Int: return "int32";
-    case c10::ScalarType::Long: return "int64";
-    case c10::ScalarType::Byte: return "uint8";
-    default: return c10::toString(type);
-  }
+  return host::dtype_name(static_cast<c10::ScalarType>(dtype));
 }
 
 std::string human_bytes(std::uint64_t bytes) {

@@ -31,19 +31,6 @@ void check_same_dtype(const torch::Tensor& input, const torch::Tensor& output, c
 
 }  // namespace
 
-const char* dtype_name(torch::ScalarType t) {
-  switch (t) {
-    case torch::kFloat: return "float32";
-    case torch::kDouble: return "float64";
-    case torch::kBFloat16: return "bfloat16";
-    case torch::kHalf: return "float16";
-    case torch::kInt: return "int32";
-    case torch::kLong: return "int64";
-    case torch::kByte: return "uint8";
-    default: return c10::toString(t);
-  }
-}
-
 Buffer buffer_of(const torch::Tensor& t, const std::string& call, const char* role) {
   const std::string who = call + ": " + role + " tensor";
   if (!t.defined()) throw std::invalid_argument(who + " is undefined");

@@ -2,6 +2,8 @@
 // Tensors as MPI buffers, and the argument checks every MPI call makes before any traffic: a bad
 // argument fails the call on the rank that passed it with a message naming the call and the tensor,
 // and since every rank makes the same mistake, no rank is left waiting. Internal to host/comm.
+#include "comm/dtype_name.hpp"
+
 #include <mpi.h>
 
 #include <torch/types.h>
@@ -19,8 +21,6 @@ struct Buffer {
   std::uint64_t bytes;
 };
 
-// "float32", "bfloat16", ... as the messages and docs spell them.
-const char* dtype_name(torch::ScalarType t);
 
 // Checks that `t` is a defined, contiguous CPU tensor of a dtype the backend moves, with at most 2^31-1
 // elements; throws std::invalid_argument naming `call` and the tensor's `role` ("input", "the", ...).
