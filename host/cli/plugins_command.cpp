@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 namespace gradsweep::host {
 namespace fs = std::filesystem;
@@ -15,6 +16,7 @@ namespace {
 
 struct PluginsArgs {
   bool json = false;
+  std::string name;  // empty: list them all
   std::vector<std::string> paths;
   std::vector<std::string> files;
 };
@@ -23,50 +25,131 @@ std::string abi_of(const sdk::PluginDescriptor& d) {
   return std::to_string(d.abi_major) + "." + std::to_string(d.abi_minor);
 }
 
+const char* type_name(sdk::OptionType type) {
+  switch (type) {
+    case sdk::OptionType::Bool: return "bool";
+    case sdk::OptionType::Int: return "int";
+    case sdk::OptionType::Float: return "float";
+    case sdk::OptionType::String: return "string";
+  }
+  return "?";
+}
+
+// A plugin's declared options, as the descriptor lists them (the order is the author's).
+nlohmann::json options_json(const sdk::PluginDescriptor& d) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::uint32_t i = 0; i < d.option_count; ++i) {
+    const sdk::OptionSpec& o = d.options[i];
+    out.push_back({{"key", o.key},
+                   {"type", type_name(o.type)},
+                   {"default", o.default_value ? nlohmann::json(o.default_value) : nlohmann::json(nullptr)},
+                   {"help", o.help ? o.help : ""}});
+  }
+  return out;
+}
+
+nlohmann::json plugin_json(const PluginRecord& p) {
+  return {{"name", p.name},       {"kind", sdk::to_string(p.kind)},
+          {"version", p.version}, {"abi", abi_of(*p.descriptor)},
+          {"build", describe(p.descriptor->build)},
+          {"summary", p.summary}, {"path", p.path.string()},
+          {"options", options_json(*p.descriptor)}};
+}
+
+// Help text wrapped to the terminal's usual width, each line indented under its key.
+std::string wrapped(const std::string& text, std::size_t indent, std::size_t width = 100) {
+  std::istringstream words(text);
+  std::string word, out, line;
+  while (words >> word) {
+    if (!line.empty() && line.size() + 1 + word.size() > width - indent) {
+      out += std::string(indent, ' ') + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) out += std::string(indent, ' ') + line + "\n";
+  return out;
+}
+
+// `gradsweep plugins NAME`: everything a user needs to configure that plugin.
+void print_details(const PluginRecord& p) {
+  const sdk::PluginDescriptor& d = *p.descriptor;
+  std::cout << sdk::to_string(p.kind) << " " << p.name << " " << p.version << " (SDK ABI " << abi_of(d) << ")\n"
+            << "  " << p.summary << "\n  file:  " << p.path.string() << "\n  build: " << describe(d.build) << "\n";
+  const char* section = p.kind == sdk::PluginKind::Model ? "model" : "strategy";
+  if (d.option_count == 0) {
+    std::cout << "\nno options\n";
+    return;
+  }
+  std::cout << "\noptions (" << section << ".<key> in a cell or experiment file):\n";
+  for (std::uint32_t i = 0; i < d.option_count; ++i) {
+    const sdk::OptionSpec& o = d.options[i];
+    std::cout << "  " << o.key << "  " << type_name(o.type) << ", default "
+              << (o.default_value ? o.default_value : "none (optional)") << "\n"
+              << wrapped(o.help ? o.help : "", 6);
+  }
+}
+
+void print_table(const std::vector<fs::path>& search, const PluginRegistry& registry) {
+  std::cout << "search path:";
+  for (const auto& d : search) std::cout << ' ' << d.string();
+  std::cout << "\n\n" << std::left << std::setw(10) << "KIND" << std::setw(14) << "NAME" << std::setw(10)
+            << "VERSION" << std::setw(6) << "ABI" << "PATH\n";
+  for (const auto& p : registry.plugins())
+    std::cout << std::setw(10) << sdk::to_string(p.kind) << std::setw(14) << p.name << std::setw(10) << p.version
+              << std::setw(6) << abi_of(*p.descriptor) << p.path.string() << "\n    " << p.summary << "\n";
+  if (!registry.refused().empty()) {
+    std::cout << "\nrefused:\n";
+    for (const auto& r : registry.refused()) std::cout << "  " << r.reason << "\n";
+  }
+  std::cout << "\n`gradsweep plugins NAME` shows a plugin's options.\n";
+}
+
+void run_plugins(const PluginsArgs& args) {
+  std::vector<fs::path> extra(args.paths.begin(), args.paths.end());
+  const std::vector<fs::path> search = PluginRegistry::search_path(extra);
+  PluginRegistry registry;
+  for (const auto& f : args.files) registry.load_file(f);
+  registry.scan(search);
+
+  std::vector<const PluginRecord*> shown;
+  for (const auto& p : registry.plugins())
+    if (args.name.empty() || p.name == args.name) shown.push_back(&p);
+  if (!args.name.empty() && shown.empty()) {
+    std::string names;
+    for (const auto& p : registry.plugins()) names += (names.empty() ? "" : ", ") + p.name;
+    throw std::runtime_error("no plugin named '" + args.name + "' on the search path; found: " + names);
+  }
+  if (args.json) {
+    nlohmann::json out{{"search_path", nlohmann::json::array()},
+                       {"plugins", nlohmann::json::array()},
+                       {"refused", nlohmann::json::array()}};
+    for (const auto& d : search) out["search_path"].push_back(d.string());
+    for (const PluginRecord* p : shown) out["plugins"].push_back(plugin_json(*p));
+    for (const auto& r : registry.refused())
+      out["refused"].push_back({{"path", r.path.string()}, {"reason", r.reason}});
+    std::cout << out.dump(2) << std::endl;
+  } else if (!args.name.empty()) {
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+      if (i > 0) std::cout << "\n";
+      print_details(*shown[i]);
+    }
+  } else {
+    print_table(search, registry);
+  }
+}
+
 }  // namespace
 
 void register_plugins_command(CLI::App& app) {
   auto args = std::make_shared<PluginsArgs>();
-  CLI::App* cmd = app.add_subcommand("plugins", "List plugins found on the search path, and files refused");
-  cmd->add_flag("--json", args->json, "Print JSON instead of a table");
+  CLI::App* cmd = app.add_subcommand(
+      "plugins", "List plugins found on the search path and files refused; with NAME, that plugin's options");
+  cmd->add_option("name", args->name, "Show this plugin's options (type, default, help)");
+  cmd->add_flag("--json", args->json, "Print JSON instead of text (every plugin's options included)");
   cmd->add_option("--path", args->paths, "Also search this directory (first; repeatable)");
   cmd->add_option("--file", args->files, "Also load this plugin file (repeatable)");
-  cmd->callback([args] {
-    std::vector<fs::path> extra(args->paths.begin(), args->paths.end());
-    const std::vector<fs::path> search = PluginRegistry::search_path(extra);
-    PluginRegistry registry;
-    for (const auto& f : args->files) registry.load_file(f);
-    registry.scan(search);
-    if (args->json) {
-      nlohmann::json out{{"search_path", nlohmann::json::array()},
-                         {"plugins", nlohmann::json::array()},
-                         {"refused", nlohmann::json::array()}};
-      for (const auto& d : search) out["search_path"].push_back(d.string());
-      for (const auto& p : registry.plugins())
-        out["plugins"].push_back({{"name", p.name},
-                                  {"kind", sdk::to_string(p.kind)},
-                                  {"version", p.version},
-                                  {"abi", abi_of(*p.descriptor)},
-                                  {"build", describe(p.descriptor->build)},
-                                  {"summary", p.summary},
-                                  {"path", p.path.string()}});
-      for (const auto& r : registry.refused())
-        out["refused"].push_back({{"path", r.path.string()}, {"reason", r.reason}});
-      std::cout << out.dump(2) << std::endl;
-      return;
-    }
-    std::cout << "search path:";
-    for (const auto& d : search) std::cout << ' ' << d.string();
-    std::cout << "\n\n" << std::left << std::setw(10) << "KIND" << std::setw(14) << "NAME" << std::setw(10)
-              << "VERSION" << std::setw(6) << "ABI" << "PATH\n";
-    for (const auto& p : registry.plugins())
-      std::cout << std::setw(10) << sdk::to_string(p.kind) << std::setw(14) << p.name << std::setw(10) << p.version
-                << std::setw(6) << abi_of(*p.descriptor) << p.path.string() << "\n    " << p.summary << "\n";
-    if (!registry.refused().empty()) {
-      std::cout << "\nrefused:\n";
-      for (const auto& r : registry.refused()) std::cout << "  " << r.reason << "\n";
-    }
-  });
+  cmd->callback([args] { run_plugins(*args); });
 }
 
 }  // namespace gradsweep::host

@@ -40,6 +40,32 @@ TEST(Cli, PluginsJsonListsEveryBuiltPlugin) {
   EXPECT_TRUE(names.count("strategy:single"));
 }
 
+// A user finds a plugin's keys by asking for it, not by mistyping one: every declared option with its
+// type, default and help, in text and in JSON.
+TEST(Cli, PluginsNameShowsEveryOptionWithTypeDefaultAndHelp) {
+  const auto text = test::run_command(gradsweep("plugins ring"));
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("strategy ring"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("bucket_mb  float, default 25"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("overlap  bool, default true"), std::string::npos) << text.output;
+  EXPECT_EQ(text.output.find("lstm_lm"), std::string::npos) << "only the plugin asked for";
+
+  const auto j = nlohmann::json::parse(test::run_command(gradsweep("plugins gpt2 --json")).output);
+  ASSERT_EQ(j["plugins"].size(), 1u);
+  bool preset = false;
+  for (const auto& o : j["plugins"][0]["options"]) {
+    EXPECT_FALSE(o["help"].get<std::string>().empty()) << o.dump();
+    EXPECT_TRUE(o.contains("type") && o.contains("default")) << o.dump();
+    preset = preset || o["key"] == "preset";
+  }
+  EXPECT_TRUE(preset) << j.dump();
+
+  const auto missing = test::run_command(gradsweep("plugins nosuch"));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.output.find("no plugin named 'nosuch'"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("ring"), std::string::npos) << "names the ones found: " << missing.output;
+}
+
 TEST(Cli, PluginsListsRefusedFilesWithReason) {
   const auto r = test::run_command(gradsweep("plugins --path " + (test::build_dir() / "test-plugins" / "refused").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
