@@ -57,7 +57,8 @@ TEST(TopkRuns, TwoRanksTrainMoveTheClaimedBytesAndResumeBitForBit) {
 
 // Four ranks, 10%, no DGC momentum under the default AdamW: plain top-k with error feedback.
 TEST(TopkRuns, FourRanksAgreeAndMoveTheClaimedBytes) {
-  const TrainingRun run = train_tiny(TinyModel::Gpt2, 4, "topk", {"strategy.ratio_percent=10", "strategy.momentum=0"}, 12);
+  const TrainingRun run =
+      train_tiny(TinyModel::Gpt2, 4, "topk", {"strategy.ratio_percent=10", "strategy.momentum=0"}, 12);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
   ASSERT_EQ(run.steps.size(), 12u);
   EXPECT_LT(run.losses().back(), run.losses().front() - 0.5);
@@ -69,8 +70,8 @@ TEST(TopkRuns, FourRanksAgreeAndMoveTheClaimedBytes) {
 // sparse exchange carries the whole gradient, and the run is `single`'s.
 TEST(TopkRuns, EverythingSentWithoutMomentumReproducesSingle) {
   const TrainingRun& reference = single_reference(TinyModel::Gpt2, 20, {"train.grad_clip=0"});
-  const TrainingRun run =
-      train_tiny(TinyModel::Gpt2, 2, "topk", {"strategy.ratio_percent=100", "strategy.momentum=0", "train.grad_clip=0"});
+  const std::vector<std::string> options{"strategy.ratio_percent=100", "strategy.momentum=0", "train.grad_clip=0"};
+  const TrainingRun run = train_tiny(TinyModel::Gpt2, 2, "topk", options);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
   ASSERT_EQ(run.steps.size(), 20u);
   EXPECT_LT(max_relative_difference(run.losses(), reference.losses()), 1e-5);

@@ -52,8 +52,9 @@ void TopkStrategy::on_setup(const sdk::StrategySetup& setup) {
   indices_ = torch::zeros({k}, options.dtype(torch::kInt));
   all_values_ = torch::zeros({k * ranks}, options);
   all_indices_ = torch::zeros({k * ranks}, options.dtype(torch::kInt));
-  context().log.info(std::to_string(k) + " of " + std::to_string(flat_.numel()) + " gradient elements sent per step (" +
-                     text(ratio_percent_) + "% of each tensor, at least one) from step " + std::to_string(warmup_steps_));
+  context().log.info(std::to_string(k) + " of " + std::to_string(flat_.numel()) +
+                     " gradient elements sent per step (" + text(ratio_percent_) +
+                     "% of each tensor, at least one) from step " + std::to_string(warmup_steps_));
   context().metrics.record("selected_elements", static_cast<double>(k));
 }
 
