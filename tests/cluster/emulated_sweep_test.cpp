@@ -74,12 +74,9 @@ std::string cluster_of(const fs::path& cell) {
   return p.is_object() && p.contains("cluster") ? p["cluster"].value("name", "") : "";
 }
 
-int lines_in(const fs::path& file) {
-  std::ifstream in(file);
-  int n = 0;
-  for (std::string l; std::getline(in, l);) ++n;
-  return n;
-}
+// True once the cell has saved a checkpoint: it is training (metrics.jsonl is written in blocks, so its
+// lines come late) and a stop now leaves something to resume from.
+bool checkpointed(const fs::path& cell) { return fs::exists(cell / "checkpoint"); }
 
 const char* kRootEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
 
@@ -88,10 +85,10 @@ CommandResult run_sweep(const fs::path& exp, const fs::path& out, const std::str
                      gradsweep("run " + exp.string() + " --out " + out.string() + " " + flags));
 }
 
-// `gradsweep run` in the background, its output in <out>.log.
-pid_t start_sweep(const fs::path& exp, const fs::path& out) {
+// `gradsweep run` in the background, its output in `log`.
+pid_t start_sweep(const fs::path& exp, const fs::path& out, const fs::path& log) {
   const std::string cmd = std::string("exec env ") + kRootEnv + gradsweep("run " + exp.string() + " --out " + out.string()) +
-                          " >" + out.string() + ".log 2>&1";
+                          " >" + log.string() + " 2>&1";
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
@@ -152,19 +149,25 @@ TEST_F(EmulatedSweep, InterruptedAndKilledRunsLeaveNoClusterAndTheNextRunResumes
                                                "           link: {bandwidth: 40mbit}}\n", 60));
   std::vector<std::string> clusters;
   for (int sig : {SIGINT, SIGKILL}) {
-    const pid_t pid = start_sweep(dir / "exp.yaml", dir / "out");
+    // The previous run's cluster and checkpoint are on disk: wait for this run's cluster.
+    const fs::path log = dir / ("run-" + std::to_string(sig) + ".log");
+    const pid_t pid = start_sweep(dir / "exp.yaml", dir / "out", log);
     fs::path cell;
+    std::string name;
+    // This run's cluster is up and its ranks are on node 1 (the provenance of a running cell has no end yet).
     ASSERT_TRUE(wait_for([&] {
       cell = only_cell(dir / "out");
-      return !cell.empty() && !cluster_of(cell).empty() && lines_in(cell / "metrics.jsonl") >= 3;
-    }, 90)) << read_text(dir / "out.log");
-    const std::string name = cluster_of(cell);
+      const nlohmann::json p = read_json(cell / "provenance.json");
+      if (cell.empty() || !p.is_object() || p.value("end", "x") != "" || !p.contains("cluster")) return false;
+      name = p["cluster"].value("name", "");
+      return checkpointed(cell) && !run_command("ip netns pids gsc-" + name + "-n1 2>/dev/null").output.empty();
+    }, 90)) << read_text(log);
     clusters.push_back(name);
     ::kill(pid, sig);
     int status = 0;
     ::waitpid(pid, &status, 0);
     if (sig == SIGINT) {
-      EXPECT_EQ(WEXITSTATUS(status), 130) << read_text(dir / "out.log");
+      EXPECT_EQ(WEXITSTATUS(status), 130) << read_text(log);
       EXPECT_EQ(experiment::read_cell_status(cell).state, CellState::Interrupted);
       EXPECT_EQ(objects_of(name), "") << "Ctrl-C left cluster " << name;
     } else {
@@ -189,21 +192,23 @@ TEST_F(EmulatedSweep, RankKilledMidStepFailsItsCellTearsItsClusterDownAndTheSwee
   const fs::path dir = scratch_dir();
   // Both cells of one shape, the first long: its rank on node 1 is killed.
   write_text(dir / "exp.yaml", tiny_experiment("launcher: {name: emulated, nodes: 2, threads: 1, link: {bandwidth: 1Gbit}}\n"
-                                               "matrix: {strategy: [ring], train.steps: [400, 3]}\n", 3));
-  const pid_t pid = start_sweep(dir / "exp.yaml", dir / "out");
+                                               "checkpoint: {every: 2}\nmatrix: {strategy: [ring], train.steps: [400, 3]}\n", 3));
+  const pid_t pid = start_sweep(dir / "exp.yaml", dir / "out", dir / "out.log");
   fs::path cell;
   std::string name;
   ASSERT_TRUE(wait_for([&] {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir / "out" / "cells", ec))
-      if (lines_in(e.path() / "metrics.jsonl") >= 2 && !cluster_of(e.path()).empty()) cell = e.path();
+      if (checkpointed(e.path()) && !cluster_of(e.path()).empty() && read_json(e.path() / "provenance.json")["end"] == "")
+        cell = e.path();
     return !cell.empty();
   }, 90)) << read_text(dir / "out.log");
   name = cluster_of(cell);
   std::istringstream pids(run_command("ip netns pids gsc-" + name + "-n1").output);
   int killed = 0;
   for (std::string p; pids >> p;)
-    if (read_text("/proc/" + p + "/cmdline").find("train") != std::string::npos && ::kill(std::stoi(p), SIGKILL) == 0)
+    if (run_command("tr '\\0' ' ' < /proc/" + p + "/cmdline").output.find(" train ") != std::string::npos &&
+        ::kill(std::stoi(p), SIGKILL) == 0)
       ++killed;
   ASSERT_EQ(killed, 1) << "no rank found on node 1 of " << name;
   const auto killed_at = std::chrono::steady_clock::now();
