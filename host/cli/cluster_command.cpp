@@ -82,7 +82,7 @@ void list(bool clean) {
   for (const std::string& n : names) std::cout << describe(load_cluster(n)) << "\n";
   if (!clean && find_on_path("ip").size() > 0) {
     for (const std::string& n : find_leftovers())
-      std::cout << n << ": leftovers of a cluster that did not finish coming up or going down; "
+      std::cout << n << ": leftovers of a cluster that did not finish coming up or going down, or of a killed sweep; "
                 << "`gradsweep cluster list --clean` removes them\n";
   }
   std::cout << std::flush;

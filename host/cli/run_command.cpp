@@ -102,6 +102,11 @@ int run_sweep(const RunArgs& args) {
   if (args.force && args.retry_failed) throw std::runtime_error("--force already reruns every cell; drop --retry-failed");
   const LoadedSweep sweep = load_sweep(args.experiment, args.out, args.overrides, args.max_cells);
   const SweepPlan& plan = sweep.plan;
+  if (args.launcher == "slurm")
+    for (const auto& cell : plan.cells)
+      if (cell.emulated.enabled)
+        throw std::runtime_error("launcher.name: emulated: cells on an emulated cluster run on this machine, not "
+                                 "through Slurm; drop --launcher slurm (or set launcher.name: local)");
   const RunLock lock(plan.out_dir);  // before anything in DIR is written
   std::string experiment_text = sweep.experiment.text;
   for (const auto& o : args.overrides) experiment_text += "\n# --set " + o;
@@ -155,7 +160,7 @@ void register_run_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--out,-o", args->out, "Output directory (default: runs/<experiment name>)");
-  cmd->add_option("--launcher", args->launcher, "local (mpirun on this machine) or slurm (job arrays)")
+  cmd->add_option("--launcher", args->launcher, "local (mpirun on this machine; cells with launcher.name: emulated on an emulated cluster) or slurm (job arrays)")
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_option("--set", args->overrides, "Override a key of the experiment file: --set train.steps=50 (repeatable)");
   cmd->add_option("--max-cells", args->max_cells, "Refuse a sweep of more cells than this (default 10000)")

@@ -38,7 +38,7 @@ int free_subnet() {
 
 }  // namespace
 
-ClusterSpec bring_up(ClusterSpec spec) {
+ClusterSpec bring_up(ClusterSpec spec, std::unique_ptr<OwnerLock>* owner) {
   require_network_admin("cluster up");
   if (!spec.name.empty()) validate_name(spec.name);
   ClusterLock lock;
@@ -51,11 +51,13 @@ ClusterSpec bring_up(ClusterSpec spec) {
   spec.subnet_index = free_subnet();
   fs::create_directories(state_dir(spec.name));
   try {
+    if (owner != nullptr) *owner = std::make_unique<OwnerLock>(spec.name);
     create_network(spec);
     write_mpi_access(spec);
     util::write_file_atomically(state_dir(spec.name) / "cluster.json", to_json(spec).dump(2) + "\n");
   } catch (...) {
     remove_cluster(spec.name);
+    if (owner != nullptr) owner->reset();
     throw;
   }
   return spec;

@@ -3,8 +3,10 @@
 // leftover (cluster_sweeper.hpp).
 #pragma once
 
+#include "cluster/cluster_owner.hpp"
 #include "cluster/cluster_spec.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,7 +15,9 @@ namespace gradsweep::cluster {
 // Makes the cluster. An empty spec.name picks the first free "c0", "c1", ...; the subnet is the first
 // 10.213.k.0/24 used by no other cluster and by no address or route of this machine. Cleans leftovers of
 // killed clusters first. On failure nothing of it is left and the error says what failed.
-ClusterSpec bring_up(ClusterSpec spec);
+// With `owner`, the cluster belongs to this process (cluster_owner.hpp): *owner holds its owner.lock from
+// before the cluster is complete, and once it is released (or the process dies) the cluster is a leftover.
+ClusterSpec bring_up(ClusterSpec spec, std::unique_ptr<OwnerLock>* owner = nullptr);
 
 // Removes the cluster `name` (a complete one or a leftover). Throws if there is nothing of that name, or
 // if something would not go.

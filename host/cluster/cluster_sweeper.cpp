@@ -1,6 +1,7 @@
 #include "cluster/cluster_sweeper.hpp"
 
 #include "cluster/cluster_network.hpp"
+#include "cluster/cluster_owner.hpp"
 #include "cluster/cluster_spec.hpp"
 #include "cluster/mpi_access.hpp"
 
@@ -36,7 +37,7 @@ std::vector<std::string> find_leftovers() {
   names.erase("");
   std::vector<std::string> leftovers;
   for (const std::string& n : names)
-    if (!fs::exists(state_dir(n) / "cluster.json")) leftovers.push_back(n);
+    if (!fs::exists(state_dir(n) / "cluster.json") || owner_gone(n)) leftovers.push_back(n);
   return leftovers;
 }
 

@@ -8,7 +8,8 @@
 
 namespace gradsweep::cluster {
 
-// Names of clusters with namespaces, links, /etc/hosts entries or a state directory but no state file.
+// Names of clusters with namespaces, links, /etc/hosts entries or a state directory but no state file, and
+// of complete clusters whose owning process has died (cluster_owner.hpp).
 std::vector<std::string> find_leftovers();
 
 // Removes every object, host entry and state directory of cluster `name`. Returns what could not be

@@ -49,6 +49,14 @@ struct SlurmSettings {
   int max_concurrent = 0;               // array throttle (--array=...%P); 0 = no cap
 };
 
+// launcher.name: emulated (launcher_emulated.hpp): the cell's nodes are network namespaces on this machine
+// joined by links shaped to `link_bits_per_second` / dilation (docs/cluster.md).
+struct EmulatedCluster {
+  bool enabled = false;
+  std::uint64_t link_bits_per_second = 0;
+  double dilation = 1.0;  // 0: `auto`, measured when the cell's cluster comes up
+};
+
 // One cell, ready to launch. Everything a launcher needs is here; paths are absolute.
 struct PlannedCell {
   std::string id;                       // directory name under DIR/cells
@@ -65,6 +73,7 @@ struct PlannedCell {
   std::string time_limit;               // Slurm time format ("HH:MM:SS", "D-HH:MM:SS"); "" = none
   std::int64_t steps = 0;               // train.steps, for progress and ETA
   SlurmSettings slurm;
+  EmulatedCluster emulated;
   // Matrix axes of this cell in the matrix's order, as (axis name, value as text): "strategy" -> "ring".
   std::vector<std::pair<std::string, std::string>> axes;
   int repeat = 0;                       // 0-based repetition index (repeat: seeds)

@@ -1,5 +1,6 @@
 #include "experiment/launcher_local.hpp"
 
+#include "experiment/launcher_emulated.hpp"
 #include "experiment/machine_load.hpp"
 #include "experiment/provenance.hpp"
 #include "experiment/run_order.hpp"
@@ -7,10 +8,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <iostream>
+#include <memory>
 #include <optional>
 #include <cstdlib>
 #include <stdexcept>
@@ -26,8 +30,10 @@ constexpr auto kPollInterval = std::chrono::milliseconds(200);
 constexpr auto kProgressInterval = std::chrono::seconds(1);
 
 // Starts argv in its own process group (so that stopping it reaches mpirun and every rank it started),
-// with stdout and stderr appended to `log`.
-pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+// with stdout and stderr appended to `log`. With `die_with_launcher` it gets SIGTERM when this process
+// dies (SIGKILL included): an emulated cell's mpirun must not outlive the owner of its cluster.
+pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log, bool die_with_launcher) {
+  const pid_t parent = ::getpid();
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(log.string() + ": cannot open");
   const pid_t pid = ::fork();
@@ -36,6 +42,10 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
     throw std::runtime_error("fork failed");
   }
   if (pid == 0) {
+    if (die_with_launcher) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the launcher died before prctl took effect
+    }
     ::setpgid(0, 0);
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
@@ -131,6 +141,76 @@ std::vector<std::string> local_command(const PlannedCell& cell, int threads) {
   return mpirun;
 }
 
+namespace {
+
+// Where an emulated cell's cluster could not be made: the cell fails (or is interrupted, when Ctrl-C
+// killed the `ip`/`tc` it was running) and the sweep goes on.
+CellStatus cluster_failure(const PlannedCell& cell, const std::string& why, const LaunchOptions& options) {
+  CellStatus status;
+  const bool stopped = options.stop_requested != nullptr && options.stop_requested->load();
+  status.state = stopped ? CellState::Interrupted : CellState::Failed;
+  status.config_hash = cell.config_hash;
+  status.reason = why;
+  return status;
+}
+
+// Runs one cell to its end and records it: status.json, provenance.json and, for an emulated cell, its
+// cluster, up before the job and down after it.
+CellStatus run_cell(const PlannedCell& cell, const std::vector<std::string>& local, const LaunchOptions& options,
+                    ProgressSink& progress, bool& interrupted) {
+  progress.cell_started(cell);
+  const std::string start = utc_now_iso8601();
+  CellStatus running;
+  running.state = CellState::Running;
+  running.config_hash = cell.config_hash;
+  running.launcher = cell.emulated.enabled ? "emulated" : "local";
+  running.job = std::to_string(::getpid());
+  write_cell_status(cell.dir, running);
+  const LoadSample load_before = sample_load();
+  write_provenance(cell.dir, start, "", {{"loadavg_start", load_before.loadavg}});
+
+  std::unique_ptr<CellCluster> cluster;
+  std::vector<std::string> argv = local;
+  CellStatus status;
+  bool ready = true;
+  try {
+    if (cell.emulated.enabled) {
+      cluster = std::make_unique<CellCluster>(cell);
+      argv = cluster->command(local);
+    }
+  } catch (const std::exception& e) {
+    status = cluster_failure(cell, e.what(), options);
+    ready = false;
+  }
+  nlohmann::json extra = cluster ? nlohmann::json{{"cluster", cluster->record()}} : nlohmann::json();
+  // Which cluster is the cell's, while it runs (its name finds its namespaces: `ip netns pids gsc-NAME-n0`).
+  if (cluster) write_provenance(cell.dir, start, "", {{"loadavg_start", load_before.loadavg}}, extra);
+  if (ready) {
+    util::write_file_atomically(cell.dir / "command.txt", shell_line(argv) + "\n");
+    const pid_t pid = spawn(argv, cell.dir / "launcher.log", cluster != nullptr);
+    const JobEnd end = wait_for(pid, cell, options, progress);
+    interrupted = end.interrupted;
+    status = status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);
+  }
+  if (cluster) {
+    cluster->annotate_summary(cell.dir);
+    if (const std::string problem = cluster->tear_down(); !problem.empty()) {
+      std::cerr << "warning: cell " << cell.id << ": " << problem << "\n";
+      extra["cluster"]["teardown_problem"] = problem;
+    }
+  }
+  interrupted = interrupted || status.state == CellState::Interrupted;
+  nlohmann::json load = load_record(load_before, sample_load());
+  status.launcher = running.launcher;
+  status.job = running.job;
+  write_cell_status(cell.dir, status);
+  write_provenance(cell.dir, start, utc_now_iso8601(), load, extra);
+  progress.cell_finished(cell, status);
+  return status;
+}
+
+}  // namespace
+
 LaunchResult LocalLauncher::run(const std::vector<PlannedCell>& cells, const LaunchOptions& options,
                                 ProgressSink& progress) {
   // Open MPI refuses to run as root unless told that it is deliberate (containers, CI machines).
@@ -145,39 +225,21 @@ LaunchResult LocalLauncher::run(const std::vector<PlannedCell>& cells, const Lau
       break;
     }
     const std::vector<std::string> argv = local_command(cell, local_threads_per_rank(cell));
-    util::write_file_atomically(cell.dir / "command.txt", shell_line(argv) + "\n");
     if (options.dry_run) {
+      util::write_file_atomically(cell.dir / "command.txt",
+                                  cell.emulated.enabled ? emulated_dry_run_line(cell, argv) : shell_line(argv) + "\n");
       ++result.submitted;
       continue;
     }
-    progress.cell_started(cell);
-    const std::string start = utc_now_iso8601();
-    CellStatus running;
-    running.state = CellState::Running;
-    running.config_hash = cell.config_hash;
-    running.launcher = name();
-    running.job = std::to_string(::getpid());
-    write_cell_status(cell.dir, running);
-    const LoadSample load_before = sample_load();
-    write_provenance(cell.dir, start, "", {{"loadavg_start", load_before.loadavg}});
-
-    const pid_t pid = spawn(argv, cell.dir / "launcher.log");
-    const JobEnd end = wait_for(pid, cell, options, progress);
-    const nlohmann::json load = load_record(load_before, sample_load());
-    CellStatus status = status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);
-    status.launcher = name();
-    status.job = running.job;
-    write_cell_status(cell.dir, status);
-    write_provenance(cell.dir, start, utc_now_iso8601(), load);
-    progress.cell_finished(cell, status);
-
+    bool interrupted = false;
+    const CellStatus status = run_cell(cell, argv, options, progress, interrupted);
     switch (status.state) {
       case CellState::Ok: ++result.ok; break;
       case CellState::Timeout: ++result.timeout; break;
       case CellState::Interrupted: ++result.interrupted; break;
       default: ++result.failed; break;
     }
-    if (end.interrupted || (options.fail_fast && status.state == CellState::Failed)) {
+    if (interrupted || (options.fail_fast && status.state == CellState::Failed)) {
       result.stopped = true;
       break;
     }

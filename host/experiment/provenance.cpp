@@ -89,8 +89,9 @@ const nlohmann::json& machine_provenance() {
 }
 
 void write_provenance(const std::filesystem::path& cell_dir, const std::string& start, const std::string& end,
-                      const nlohmann::json& load) {
+                      const nlohmann::json& load, const nlohmann::json& extra) {
   nlohmann::json j = machine_provenance();
+  if (extra.is_object()) j.update(extra);
   j["start"] = start;
   j["end"] = end;
   if (!load.is_null()) j["load"] = load;

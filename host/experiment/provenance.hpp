@@ -3,7 +3,7 @@
 // machines, builds and days can be told apart:
 //
 //   {"gradsweep": {"version", "commit", "dirty"}, "libtorch", "open_mpi", "nccl", "cuda",
-//    "host", "cpu", "gpu", "start", "end", "load"}
+//    "host", "cpu", "gpu", "start", "end", "load", "cluster"}
 //
 // "load" (local launcher only): load averages at start and end and the CPU other processes used during
 // the run (machine_load.hpp).
@@ -21,9 +21,10 @@ namespace gradsweep::experiment {
 const nlohmann::json& machine_provenance();
 
 // Writes provenance.json with `start` (ISO 8601 UTC) and `end` ("" while the cell runs), atomically.
-// `load` (machine_load.hpp), when not null, is stored as "load".
+// `load` (machine_load.hpp), when not null, is stored as "load"; the keys of `extra` (an object, or null)
+// are added as they are: "cluster" for a cell on an emulated cluster (launcher_emulated.hpp).
 void write_provenance(const std::filesystem::path& cell_dir, const std::string& start, const std::string& end,
-                      const nlohmann::json& load = nullptr);
+                      const nlohmann::json& load = nullptr, const nlohmann::json& extra = nullptr);
 
 // The `start` of the cell's provenance.json, "" when there is none. A writer in another process (the Slurm
 // batch script runs `gradsweep cell-provenance DIR --start`, then srun, then `... --end`) keeps no start

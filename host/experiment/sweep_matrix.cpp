@@ -148,7 +148,7 @@ std::string axis_path(const std::string& axis) {
       {"strategy", "strategy.name"},      {"model", "model.name"},
       {"precision", "strategy.precision"}, {"nodes", "launcher.nodes"},
       {"ranks_per_node", "launcher.ranks_per_node"}, {"threads", "launcher.threads"},
-      {"seed", "train.seed"}};
+      {"seed", "train.seed"}, {"link_bandwidth", "launcher.link.bandwidth"}, {"dilation", "launcher.dilation"}};
   const auto it = aliases.find(axis);
   return it == aliases.end() ? axis : it->second;
 }

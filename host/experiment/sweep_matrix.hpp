@@ -10,7 +10,8 @@
 //
 // An axis is any configuration key path ("train.micro_batch", "model.preset") or a short name:
 // strategy (strategy.name; a mapping value replaces the whole strategy section), model (model.name, idem),
-// precision (strategy.precision), nodes, ranks_per_node, threads (launcher.*), seed (train.seed).
+// precision (strategy.precision), nodes, ranks_per_node, threads (launcher.*), seed (train.seed),
+// link_bandwidth (launcher.link.bandwidth) and dilation (launcher.dilation) of an emulated cluster.
 // exclude compares values as written (text), so "1e-3" does not match "0.001".
 //
 // A point of the matrix refers to values by position; apply_point builds the cell from a fresh copy of

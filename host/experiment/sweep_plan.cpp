@@ -1,6 +1,7 @@
 #include "experiment/sweep_plan.hpp"
 
 #include "experiment/cell_id.hpp"
+#include "experiment/emulated_cell.hpp"
 #include "experiment/model_facts.hpp"
 #include "experiment/sweep_matrix.hpp"
 
@@ -44,6 +45,8 @@ std::string plugin_options_label(const std::string& axis, const YAML::Node& cell
 }
 
 const std::vector<host::HostOption> kLauncherSpecs{
+    {{"name", OptionType::String, "local", "local (mpirun on this machine) or emulated (emulated_cell.hpp)"}},
+    {{"dilation", OptionType::String, "1", "emulated: time-dilation factor >= 1, or auto"}},
     {{"nodes", OptionType::Int, "1", "nodes per cell"}, {1, 1e5}},
     {{"ranks_per_node", OptionType::Int, "1", "MPI ranks per node"}, {1, 1024}},
     {{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"}, {0, 1024}}};
@@ -150,7 +153,9 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
   }
 
   Diagnostics diag(file);
-  const sdk::Options launcher = host::resolve_options(launcher_node, "launcher", kLauncherSpecs, {"slurm"}, diag);
+  const sdk::Options launcher = host::resolve_options(launcher_node, "launcher", kLauncherSpecs, {"slurm", "link"}, diag);
+  const EmulatedCluster emulated = resolve_emulated_launcher(root, launcher.text("name"), launcher.text("dilation"),
+                                                             static_cast<int>(launcher.integer("nodes")), diag);
   if (launcher.has("threads"))
     host::check_threads_fit_machine(launcher.integer("threads"), node_for_key(root, "launcher.threads", false),
                                     "launcher.threads", diag);
@@ -284,6 +289,7 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
     for (const auto& p : config->plugin_paths) resolved["plugins"]["paths"].push_back(absolute_text(p));
   nlohmann::json identity{{"cell", canonical_json(resolved)},
                           {"launcher", {{"nodes", nodes}, {"ranks_per_node", per_node}}}};
+  if (emulated.enabled) identity["launcher"]["emulated"] = emulated_identity(emulated);
   // Repeats with one seed resolve to one configuration: the repetition tells them apart.
   if (!matrix.vary_seed && point.repeat > 0) identity["repeat"] = point.repeat;
 
@@ -304,18 +310,21 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
                 slurm.text("qos"),       slurm.text("constraint"), cell.gpus_per_node,
                 static_cast<int>(slurm.integer("cpus_per_task")), extra,
                 static_cast<int>(slurm.integer("max_concurrent"))};
+  cell.emulated = emulated;
   cell.repeat = point.repeat;
   // The resolved value of an axis the cell does not set (a default); built only when one is needed.
   YAML::Node effective;
   bool have_effective = false;
   for (const auto& axis : matrix.axes) {
-    YAML::Node value = find_path(cell_root, axis.path);
+    YAML::Node value = find_path(axis.path.rfind("launcher.", 0) == 0 ? root : cell_root, axis.path);
     if (!value) {
       if (!std::exchange(have_effective, true)) {
         effective = YAML::Clone(resolved);  // a copy: assigning a Node would alias it
         effective["launcher"]["nodes"] = nodes;
         effective["launcher"]["ranks_per_node"] = per_node;
         effective["launcher"]["threads"] = threads;
+        effective["launcher"]["name"] = launcher.text("name");
+        effective["launcher"]["dilation"] = launcher.text("dilation");
       }
       value = find_path(effective, axis.path);
     }
@@ -439,6 +448,8 @@ void write_plan(const SweepPlan& plan, const std::string& experiment_text) {
                      {"steps", c.steps},
                      {"repeat", c.repeat},
                      {"rank_command", c.rank_command}});
+    if (c.emulated.enabled)
+      cells.back()["emulated"] = {{"link_bits_per_second", c.emulated.link_bits_per_second}, {"dilation", c.emulated.dilation}};
   }
   const nlohmann::json j{{"name", plan.name}, {"axes", plan.axes}, {"cells", cells}};
   util::write_file_atomically(plan.out_dir / "plan.json", j.dump(2) + "\n");
@@ -469,6 +480,8 @@ SweepPlan read_plan(const fs::path& out_dir) {
     cell.steps = c.value("steps", 0);
     cell.repeat = c.value("repeat", 0);
     cell.rank_command = c.value("rank_command", std::vector<std::string>{});
+    if (c.contains("emulated"))
+      cell.emulated = {true, c["emulated"].value("link_bits_per_second", std::uint64_t{0}), c["emulated"].value("dilation", 1.0)};
     plan.cells.push_back(std::move(cell));
   }
   return plan;

@@ -1,0 +1,107 @@
+#include "experiment/launcher_emulated.hpp"
+
+#include "experiment/launcher_local.hpp"
+
+#include "cluster/bandwidth.hpp"
+#include "cluster/cluster_lifecycle.hpp"
+#include "cluster/mpi_access.hpp"
+#include "cluster/time_dilation.hpp"
+#include "util/atomic_file.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+namespace gradsweep::experiment {
+namespace fs = std::filesystem;
+
+CellCluster::CellCluster(const PlannedCell& cell) {
+  spec_.nodes = cell.nodes;
+  spec_.ranks_per_node = cell.ranks_per_node;
+  spec_.link_bits_per_second = cell.emulated.link_bits_per_second;
+  spec_.dilation = cell.emulated.dilation;
+  if (spec_.dilation == 0.0 && cell.nodes == 1) {
+    // One node alone is the reference the slowdown is measured against: F = 1 by definition. Measuring
+    // it anyway gave 1.22 and 2.09 on a busy machine, noise that would then scale the cell's figures.
+    spec_.dilation = 1.0;
+    spec_.dilation_source = "one node";
+  } else if (spec_.dilation == 0.0) {
+    spec_.dilation = cluster::measure_dilation(cell.nodes, cell.ranks_per_node);
+    spec_.dilation_source = "measured";
+  }
+  try {
+    spec_ = cluster::bring_up(spec_, &owner_);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("emulated cluster: ") + e.what());
+  }
+  up_ = true;
+}
+
+CellCluster::~CellCluster() {
+  const std::string problem = tear_down();
+  if (!problem.empty()) std::cerr << "warning: " << problem << "\n";
+}
+
+std::string CellCluster::tear_down() {
+  if (!up_) return "";
+  up_ = false;
+  std::string problem;
+  try {
+    cluster::bring_down(spec_.name);
+  } catch (const std::exception& e) {
+    problem = std::string(e.what()) + " (`gradsweep cluster list --clean` retries)";
+  }
+  owner_.reset();  // after bring_down: until then the cluster is ours, never someone's leftover
+  return problem;
+}
+
+std::vector<std::string> CellCluster::command(const std::vector<std::string>& local) const {
+  // Always mpirun, one rank too: the rank then runs inside node 0 as the others do on theirs.
+  std::vector<std::string> argv;
+  std::size_t rank_start = 0;
+  if (!local.empty() && local.front() == "mpirun") {
+    argv.push_back("mpirun");
+    rank_start = 1;
+  } else {
+    argv = {"mpirun", "--bind-to", "none", "-np", "1"};
+  }
+  for (const std::string& a : cluster::mpirun_arguments(spec_)) argv.push_back(a);
+  argv.insert(argv.end(), {"-x", "GRADSWEEP_CLUSTER=" + spec_.name, "-x",
+                           "GRADSWEEP_CLUSTER_DILATION=" + std::to_string(spec_.dilation)});
+  argv.insert(argv.end(), local.begin() + static_cast<std::ptrdiff_t>(rank_start), local.end());
+  return argv;
+}
+
+nlohmann::json CellCluster::record() const {
+  return {{"name", spec_.name},
+          {"nodes", spec_.nodes},
+          {"ranks_per_node", spec_.ranks_per_node},
+          {"link_bandwidth", cluster::format_bandwidth(spec_.link_bits_per_second)},
+          {"link_bits_per_second", spec_.link_bits_per_second},
+          {"dilation", spec_.dilation},
+          {"dilation_source", spec_.dilation_source},
+          {"shaped_bits_per_second", spec_.shaped_bits_per_second()}};
+}
+
+void CellCluster::annotate_summary(const fs::path& cell_dir) const {
+  const fs::path file = cell_dir / "summary.json";
+  std::ifstream in(file);
+  if (!in) return;
+  nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+  if (!summary.is_object()) return;
+  summary["cluster"] = record();
+  util::write_file_atomically(file, summary.dump(2) + "\n");
+}
+
+std::string emulated_dry_run_line(const PlannedCell& cell, const std::vector<std::string>& local) {
+  const double f = cell.emulated.dilation;
+  std::ostringstream note;
+  note << "# on an emulated cluster of " << cell.nodes << " node(s) x " << cell.ranks_per_node << " rank(s), links "
+       << cluster::format_bandwidth(cell.emulated.link_bits_per_second) << ", dilation "
+       << (f == 0.0 ? std::string("auto") : std::to_string(f))
+       << ": `gradsweep run` adds the cluster's mpirun arguments (`gradsweep cluster args NAME`)\n";
+  return note.str() + shell_line(local) + "\n";
+}
+
+}  // namespace gradsweep::experiment

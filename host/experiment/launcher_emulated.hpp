@@ -1,0 +1,60 @@
+#pragma once
+// A cell with launcher.name: emulated (emulated_cell.hpp) runs on an emulated cluster of its own
+// (docs/cluster.md): the local launcher (launcher_local.hpp) brings one up for the cell, runs the cell's
+// mpirun on it, and brings it down when the job has ended, whichever way it ended.
+//
+// One cluster per cell rather than one per sweep: cells of one shape are rarely adjacent (repeats are
+// interleaved, run_order.hpp), bringing a cluster up and down takes seconds (4 s each for 2 nodes at load
+// 13 on 2 cores) against a cell's minutes, and a cluster that lives exactly as long as its cell is the one
+// that is certainly torn down (and, with dilation: auto, measured under the load of the moment). The cluster belongs to this process
+// (cluster_owner.hpp): if the launcher is SIGKILLed, the kernel sends mpirun SIGTERM, and the next
+// `gradsweep run` or `cluster up` removes what is left.
+//
+// The cluster's shape (nodes, ranks per node, link rate, dilation, its name) goes into the cell's
+// provenance.json and summary.json as "cluster": {...}, and from summary.json into results.csv
+// (cluster.nodes, cluster.link_bandwidth, cluster.dilation, ...).
+#include "experiment/launcher.hpp"
+
+#include "cluster/cluster_owner.hpp"
+#include "cluster/cluster_spec.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gradsweep::experiment {
+
+class CellCluster {
+ public:
+  // Brings up the cell's cluster, measuring the dilation first when it is auto. Throws
+  // std::runtime_error saying what failed; nothing of the cluster is left then.
+  explicit CellCluster(const PlannedCell& cell);
+  ~CellCluster();  // tear_down(), reporting problems on stderr
+  CellCluster(const CellCluster&) = delete;
+  CellCluster& operator=(const CellCluster&) = delete;
+
+  const cluster::ClusterSpec& spec() const { return spec_; }
+  // The cell's mpirun on the cluster: `local` (launcher_local.hpp's command) with the cluster's
+  // hostfile, rsh agent and interfaces, and GRADSWEEP_CLUSTER* for the ranks.
+  std::vector<std::string> command(const std::vector<std::string>& local) const;
+  // {"name", "nodes", "ranks_per_node", "link_bandwidth", "link_bits_per_second", "dilation",
+  //  "dilation_source", "shaped_bits_per_second"}: what provenance.json and summary.json record.
+  nlohmann::json record() const;
+  // Adds record() to the cell's summary.json as "cluster", when the cell wrote one.
+  void annotate_summary(const std::filesystem::path& cell_dir) const;
+  // Brings the cluster down (kills what still runs in it first); returns what would not go ("" if all did).
+  std::string tear_down();
+
+ private:
+  cluster::ClusterSpec spec_;
+  std::unique_ptr<cluster::OwnerLock> owner_;
+  bool up_ = false;
+};
+
+// command.txt of an emulated cell in a dry run, when no cluster is made: the local command and a note.
+std::string emulated_dry_run_line(const PlannedCell& cell, const std::vector<std::string>& local);
+
+}  // namespace gradsweep::experiment

@@ -1,0 +1,270 @@
+// `gradsweep run` with launcher.name: emulated, for real: every cell on an emulated cluster of its own
+// (network namespaces, shaped veths, Open MPI over TCP between them), the link rate as a matrix axis, the
+// cluster's shape in summary.json and results.csv, nothing left behind after success, failure, Ctrl-C and
+// SIGKILL, and bad launcher keys refused with file:line:column before anything runs. Needs root and
+// `ip netns`; skips with the reason otherwise.
+#include "experiment/experiment_test_support.hpp"
+
+#include "experiment/cell_status.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace gradsweep::test {
+namespace {
+namespace fs = std::filesystem;
+using experiment::CellState;
+
+std::string missing_requirement() {
+  if (::geteuid() != 0) return "not root: network namespaces need CAP_NET_ADMIN";
+  const CommandResult r = run_command("ip netns list");
+  if (r.exit_code != 0) return "`ip netns list` fails: " + r.output;
+  if (run_command("tc -V").exit_code != 0) return "no `tc`";
+  return "";
+}
+
+// Every object of cluster `name` still on the machine, one per line ("" when none is left).
+std::string objects_of(const std::string& name) {
+  const std::string prefix = "gsc-" + name + "-";
+  std::string found;
+  for (const char* cmd : {"ip netns list", "ip -o link show", "tc qdisc show"}) {
+    std::istringstream in(run_command(cmd).output);
+    for (std::string l; std::getline(in, l);)
+      if (l.find(prefix) != std::string::npos) found += std::string(cmd) + ": " + l + "\n";
+  }
+  if (read_text("/etc/hosts").find("gradsweep-cluster " + name + "\n") != std::string::npos) found += "/etc/hosts entry\n";
+  if (fs::exists("/run/gradsweep/clusters/" + name)) found += "state directory\n";
+  return found;
+}
+
+nlohmann::json read_json(const fs::path& file) {
+  std::ifstream in(file);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+template <typename F>
+bool wait_for(F condition, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return condition();
+}
+
+// The one cell directory of a sweep's output, once it exists.
+fs::path only_cell(const fs::path& out) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out / "cells", ec)) return e.path();
+  return {};
+}
+
+// The cluster a running cell is on (its provenance says once the cluster is up), or "".
+std::string cluster_of(const fs::path& cell) {
+  const nlohmann::json p = read_json(cell / "provenance.json");
+  return p.is_object() && p.contains("cluster") ? p["cluster"].value("name", "") : "";
+}
+
+// True once the cell has saved a checkpoint: it is training (metrics.jsonl is written in blocks, so its
+// lines come late) and a stop now leaves something to resume from.
+bool checkpointed(const fs::path& cell) { return fs::exists(cell / "checkpoint"); }
+
+const char* kRootEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
+
+CommandResult run_sweep(const fs::path& exp, const fs::path& out, const std::string& flags = "") {
+  return run_command(std::string(kRootEnv) + "timeout -k 5 240 " +
+                     gradsweep("run " + exp.string() + " --out " + out.string() + " " + flags));
+}
+
+// `gradsweep run` in the background, its output in `log`.
+pid_t start_sweep(const fs::path& exp, const fs::path& out, const fs::path& log) {
+  const std::string cmd = std::string("exec env ") + kRootEnv + gradsweep("run " + exp.string() + " --out " + out.string()) +
+                          " >" + log.string() + " 2>&1";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  return pid;
+}
+
+class EmulatedSweep : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = missing_requirement();
+    if (!why.empty()) GTEST_SKIP() << "needs root and ip netns: " << why;
+  }
+};
+
+TEST_F(EmulatedSweep, LinkRateAsAnAxisShowsInResultsAndTheSlowLinkBoundsTheStep) {
+  const fs::path dir = scratch_dir();
+  write_text(dir / "exp.yaml", tiny_experiment("launcher: {name: emulated, nodes: 2, ranks_per_node: 1, threads: 1, link: {bandwidth: 1Gbit}}\n"
+                                               "matrix: {strategy: [ring], link_bandwidth: [20mbit, 1Gbit]}\n", 6));
+  const CommandResult r = run_sweep(dir / "exp.yaml", dir / "out");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  const std::string csv = read_text(dir / "out" / "results.csv");
+  const std::string header = csv.substr(0, csv.find('\n'));
+  for (const char* column : {"link_bandwidth", "cluster.nodes", "cluster.ranks_per_node", "cluster.link_bandwidth",
+                             "cluster.dilation", "cluster.shaped_bits_per_second"})
+    EXPECT_NE(header.find(column), std::string::npos) << column << " missing in " << header;
+
+  std::map<std::string, nlohmann::json> by_rate;
+  for (const auto& e : fs::directory_iterator(dir / "out" / "cells")) {
+    const nlohmann::json s = read_json(e.path() / "summary.json");
+    ASSERT_TRUE(s.is_object() && s.contains("cluster")) << e.path();
+    EXPECT_EQ(s["cluster"]["nodes"], 2);
+    EXPECT_EQ(s["cluster"]["ranks_per_node"], 1);
+    EXPECT_EQ(s["cluster"]["dilation"].get<double>(), 1.0);
+    const nlohmann::json p = read_json(e.path() / "provenance.json");
+    EXPECT_EQ(p["cluster"]["link_bandwidth"], s["cluster"]["link_bandwidth"]);
+    EXPECT_EQ(objects_of(p["cluster"]["name"].get<std::string>()), "") << "cluster of " << e.path() << " left behind";
+    EXPECT_NE(read_text(e.path() / "command.txt").find("--hostfile /run/gradsweep/clusters/"), std::string::npos);
+    by_rate[s["cluster"]["link_bandwidth"].get<std::string>()] = s;
+  }
+  ASSERT_EQ(by_rate.size(), 2u) << csv;
+  const nlohmann::json& slow = by_rate["20Mbit"];
+  const nlohmann::json& fast = by_rate["1Gbit"];
+  // Every byte rank 0 sends in a step leaves through its node's link shaped to 20 Mbit/s: a step cannot be
+  // shorter than that (the 0.9 allows for the bucket's burst).
+  const double bytes = slow["bytes_sent_per_step"].get<double>();
+  ASSERT_GT(bytes, 100000.0) << slow.dump();
+  EXPECT_GE(slow["step_time_s"].get<double>(), 0.9 * bytes * 8 / 20e6) << slow.dump();
+  EXPECT_LT(slow["tokens_per_sec"].get<double>(), fast["tokens_per_sec"].get<double>());
+}
+
+TEST_F(EmulatedSweep, InterruptedAndKilledRunsLeaveNoClusterAndTheNextRunResumes) {
+  const fs::path dir = scratch_dir();
+  write_text(dir / "exp.yaml", tiny_experiment("checkpoint: {every: 2}\nmatrix: {strategy: [ring]}\n"
+                                               "launcher: {name: emulated, nodes: 2, threads: 1, dilation: 2,\n"
+                                               "           link: {bandwidth: 40mbit}}\n", 60));
+  std::vector<std::string> clusters;
+  for (int sig : {SIGINT, SIGKILL}) {
+    // The previous run's cluster and checkpoint are on disk: wait for this run's cluster.
+    const fs::path log = dir / ("run-" + std::to_string(sig) + ".log");
+    const pid_t pid = start_sweep(dir / "exp.yaml", dir / "out", log);
+    fs::path cell;
+    std::string name;
+    // This run's cluster is up and its ranks are on node 1 (the provenance of a running cell has no end yet).
+    ASSERT_TRUE(wait_for([&] {
+      cell = only_cell(dir / "out");
+      const nlohmann::json p = read_json(cell / "provenance.json");
+      if (cell.empty() || !p.is_object() || p.value("end", "x") != "" || !p.contains("cluster")) return false;
+      name = p["cluster"].value("name", "");
+      return checkpointed(cell) && !run_command("ip netns pids gsc-" + name + "-n1 2>/dev/null").output.empty();
+    }, 90)) << read_text(log);
+    clusters.push_back(name);
+    ::kill(pid, sig);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (sig == SIGINT) {
+      EXPECT_EQ(WEXITSTATUS(status), 130) << read_text(log);
+      EXPECT_EQ(experiment::read_cell_status(cell).state, CellState::Interrupted);
+      EXPECT_EQ(objects_of(name), "") << "Ctrl-C left cluster " << name;
+    } else {
+      // The cluster outlives a SIGKILLed launcher, but not its job (mpirun gets SIGTERM from the kernel).
+      EXPECT_NE(objects_of(name), "");
+      EXPECT_TRUE(wait_for([&] { return run_command("ip netns pids gsc-" + name + "-n1").output.empty(); }, 30))
+          << "ranks of the killed run still on node 1";
+    }
+  }
+  const CommandResult again = run_sweep(dir / "exp.yaml", dir / "out");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  const fs::path cell = only_cell(dir / "out");
+  EXPECT_EQ(experiment::read_cell_status(cell).state, CellState::Ok);
+  EXPECT_NE(read_text(cell / "rank-0.log").find("resumed from"), std::string::npos);
+  for (const std::string& name : clusters) EXPECT_EQ(objects_of(name), "") << "cluster " << name << " left behind";
+  EXPECT_EQ(objects_of(cluster_of(cell)), "");
+  const nlohmann::json s = read_json(cell / "summary.json");
+  EXPECT_EQ(s["cluster"]["shaped_bits_per_second"], 20000000);  // 40 Mbit/s dilated by 2
+}
+
+TEST_F(EmulatedSweep, RankKilledMidStepFailsItsCellTearsItsClusterDownAndTheSweepGoesOn) {
+  const fs::path dir = scratch_dir();
+  // Both cells of one shape, the first long: its rank on node 1 is killed.
+  write_text(dir / "exp.yaml", tiny_experiment("launcher: {name: emulated, nodes: 2, threads: 1, link: {bandwidth: 1Gbit}}\n"
+                                               "checkpoint: {every: 2}\nmatrix: {strategy: [ring], train.steps: [400, 3]}\n", 3));
+  const pid_t pid = start_sweep(dir / "exp.yaml", dir / "out", dir / "out.log");
+  fs::path cell;
+  std::string name;
+  ASSERT_TRUE(wait_for([&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir / "out" / "cells", ec))
+      if (checkpointed(e.path()) && !cluster_of(e.path()).empty() && read_json(e.path() / "provenance.json")["end"] == "")
+        cell = e.path();
+    return !cell.empty();
+  }, 90)) << read_text(dir / "out.log");
+  name = cluster_of(cell);
+  std::istringstream pids(run_command("ip netns pids gsc-" + name + "-n1").output);
+  int killed = 0;
+  for (std::string p; pids >> p;)
+    if (run_command("tr '\\0' ' ' < /proc/" + p + "/cmdline").output.find(" train ") != std::string::npos &&
+        ::kill(std::stoi(p), SIGKILL) == 0)
+      ++killed;
+  ASSERT_EQ(killed, 1) << "no rank found on node 1 of " << name;
+  const auto killed_at = std::chrono::steady_clock::now();
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  const std::string log = read_text(dir / "out.log");
+  EXPECT_EQ(WEXITSTATUS(status), 1) << log;
+  EXPECT_NE(log.find("1 ok, 1 failed"), std::string::npos) << log;
+  EXPECT_LT(seconds, 90) << log;
+  EXPECT_EQ(experiment::read_cell_status(cell).state, CellState::Failed);
+  EXPECT_EQ(objects_of(name), "") << "the failed cell's cluster was left";
+}
+
+TEST(EmulatedSweepInput, BadLauncherKeysAreRefusedWithTheirLocation) {
+  const fs::path dir = scratch_dir();
+  struct Case {
+    std::string launcher, expected;
+  };
+  // The launcher line is line 7 of the file: tiny_experiment writes six.
+  const std::vector<Case> cases = {
+      {"launcher: {name: emulated, nodes: 2, link: {bandwidth: 1GB/s}}\n",
+       "exp.yaml:7:56: launcher.link.bandwidth: '1GB/s' looks like bytes per second"},
+      {"launcher: {name: emulated, nodes: 2, link: {bandwidth: 1Gbit}}\nmatrix: {link_bandwidth: [1Gbit, fast]}\n",
+       "exp.yaml:8:34: launcher.link.bandwidth: 'fast' does not start with a number"},
+      {"launcher: {name: emulated, nodes: 2}\n", "exp.yaml:7:11: launcher.link.bandwidth: an emulated cluster needs"},
+      {"launcher: {name: emulated, nodes: 65, link: {bandwidth: 1Gbit}}\n",
+       "exp.yaml:7:35: launcher.nodes: 65 nodes do not fit one emulated cluster (1 to 64)"},
+      {"launcher: {name: emulated, nodes: 2, dilation: 0.5, link: {bandwidth: 1Gbit}}\n",
+       "exp.yaml:7:48: launcher.dilation: '0.5' must be a number >= 1"},
+      {"launcher: {name: cloud}\n", "exp.yaml:7:18: launcher.name: 'cloud' is not a launcher"},
+      {"launcher: {nodes: 2, link: {bandwidth: 1Gbit}}\n", "exp.yaml:7:28: launcher.link: only an emulated cluster"},
+      {"launcher: {name: emulated, link: {bandwitdh: 1Gbit}}\n", "launcher.link.bandwitdh: unknown key"},
+  };
+  for (const Case& c : cases) {
+    const auto problems = plan_problems(dir, tiny_experiment(c.launcher + "include: [{strategy: ring}]\n"));
+    std::string all;
+    for (const auto& p : problems) all += p + "\n";
+    EXPECT_TRUE(has_problem(problems, c.expected)) << c.launcher << "wanted: " << c.expected << "\ngot:\n" << all;
+  }
+}
+
+TEST_F(EmulatedSweep, NoPrivilegesOrNoIpIsRefusedAtTheLauncherKeyBeforeAnythingRuns) {
+  const fs::path dir = scratch_dir();
+  write_text(dir / "exp.yaml",
+             tiny_experiment("launcher: {name: emulated, nodes: 2, link: {bandwidth: 1Gbit}}\nmatrix: {strategy: [ring]}\n"));
+  const std::string run = gradsweep("run " + (dir / "exp.yaml").string() + " --out " + (dir / "out").string());
+  for (const auto& [prefix, expected] :
+       std::vector<std::pair<std::string, std::string>>{{"setpriv --bounding-set=-all --inh-caps=-all ", "needs root"},
+                                                        {"env PATH=/nonexistent ", "needs `ip` (iproute2) on PATH"}}) {
+    const CommandResult r = run_command(prefix + run);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("exp.yaml:7:18: launcher.name: emulated " + expected), std::string::npos) << prefix << r.output;
+    EXPECT_FALSE(fs::exists(dir / "out" / "cells")) << "a refused sweep made its cells";
+  }
+}
+
+}  // namespace
+}  // namespace gradsweep::test
