@@ -11,7 +11,8 @@ constexpr char kName[] = "diloco";
 
 std::int64_t inner_steps_option(const sdk::Options& options) {
   const std::int64_t h = options.integer("inner_steps");
-  if (h < 1) throw sdk::Error(std::string("strategy '") + kName + "': inner_steps must be >= 1, got " + std::to_string(h));
+  if (h < 1)
+    throw sdk::Error(std::string("strategy '") + kName + "': inner_steps must be >= 1, got " + std::to_string(h));
   return h;
 }
 

@@ -22,7 +22,8 @@
 namespace gradsweep::strategies {
 
 inline constexpr std::array<sdk::OptionSpec, 5> kDilocoOptions{{
-    {"inner_steps", sdk::OptionType::Int, "50", "H: inner optimizer steps per round (one parameter allreduce per round)"},
+    {"inner_steps", sdk::OptionType::Int, "50",
+     "H: inner optimizer steps per round (one parameter allreduce per round)"},
     {"outer_lr", sdk::OptionType::Float, "0.7", "outer SGD learning rate (the paper's 0.7)"},
     {"outer_momentum", sdk::OptionType::Float, "0.9", "outer SGD momentum, in [0, 1) (the paper's 0.9)"},
     {"nesterov", sdk::OptionType::Bool, "true", "Nesterov momentum for the outer step (the paper's choice)"},
