@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
 #include <sstream>
 
 namespace gradsweep::test {
@@ -107,9 +108,11 @@ TEST(DilocoResume, InterruptedInTheMiddleOfARoundEqualsUninterrupted) {
 }
 
 struct BadOption {
+  const char* label;
   const char* set;
   const char* message;
 };
+std::ostream& operator<<(std::ostream& out, const BadOption& o) { return out << o.set; }
 
 class DilocoRefuses : public ::testing::TestWithParam<BadOption> {};
 
@@ -122,11 +125,13 @@ TEST_P(DilocoRefuses, OptionsOutOfRange) {
 
 INSTANTIATE_TEST_SUITE_P(
     Diloco, DilocoRefuses,
-    ::testing::Values(BadOption{"strategy.inner_steps=0", "inner_steps must be >= 1, got 0"},
-                      BadOption{"strategy.outer_lr=0", "outer_lr must be > 0, got 0"},
-                      BadOption{"strategy.outer_momentum=1", "outer_momentum must be in [0, 1), got 1"},
-                      BadOption{"strategy.outer_momentum=-0.5", "outer_momentum must be in [0, 1), got -0.5"}),
-    [](const auto& info) { return "case" + std::to_string(info.index); });
+    ::testing::Values(BadOption{"inner_steps_0", "strategy.inner_steps=0", "inner_steps must be >= 1, got 0"},
+                      BadOption{"outer_lr_0", "strategy.outer_lr=0", "outer_lr must be > 0, got 0"},
+                      BadOption{"outer_momentum_1", "strategy.outer_momentum=1",
+                                "outer_momentum must be in [0, 1), got 1"},
+                      BadOption{"outer_momentum_negative", "strategy.outer_momentum=-0.5",
+                                "outer_momentum must be in [0, 1), got -0.5"}),
+    [](const auto& info) { return std::string(info.param.label); });
 
 }  // namespace
 }  // namespace gradsweep::test
