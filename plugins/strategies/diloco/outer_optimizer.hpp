@@ -6,8 +6,6 @@
 // It is written out on flat tensors rather than built from torch::optim::SGD so that momentum 0 with
 // Nesterov is allowed (plain outer SGD, which H = 1 reduces to data-parallel SGD with) and its one
 // buffer is checkpointed under a name of its own.
-#include <gradsweep/sdk/options.hpp>
-
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 #include <torch/types.h>
