@@ -123,7 +123,7 @@ TEST_F(SweepRun, RunsOneTwoAndFourRanksAndWritesResults) {
                              "step_breakdown.straggler_index"})
     EXPECT_NE(header.find(column), std::string::npos) << column << " in " << header;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << csv;
-  for (const char* plot : {"throughput", "efficiency", "loss_step", "loss_time", "bytes", "memory"})
+  for (const char* plot : {"throughput", "efficiency", "loss_step", "loss_time", "bytes", "memory", "step_breakdown"})
     EXPECT_TRUE(png(out / "plots" / (std::string(plot) + ".png"))) << plot;
   // Axes of quantities whose zero means something start at 0 (a cut axis hid the lowest marker on the frame).
   for (const char* plot : {"throughput", "efficiency", "bytes", "memory"})
