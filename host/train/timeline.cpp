@@ -244,18 +244,25 @@ nlohmann::json Timeline::finish() {
     mean(cell.wait, b.wait);
     mean(cell.other, b.other);
   }
+  // Over the ranks that compute: a parameter server that only serves has no forward or backward, and
+  // its short work time would make the median, and so the index, meaningless.
   std::vector<double> work;
-  for (const StepBreakdown& b : ranks) work.push_back(b.work());
-  const auto slowest = std::max_element(work.begin(), work.end());
+  int slowest = -1;
+  for (int r = 0; r < comm_.size(); ++r) {
+    const StepBreakdown& b = ranks[static_cast<std::size_t>(r)];
+    if (b.compute() <= 0) continue;
+    work.push_back(b.work());
+    if (slowest < 0 || b.work() > ranks[static_cast<std::size_t>(slowest)].work()) slowest = r;
+  }
   const double mid = median(work);
   nlohmann::json j = breakdown_json(cell);
-  j["straggler_index"] = mid > 0 ? *slowest / mid : std::nan("");
-  j["slowest_rank"] = slowest - work.begin();
+  j["straggler_index"] = slowest >= 0 && mid > 0 ? ranks[static_cast<std::size_t>(slowest)].work() / mid : std::nan("");
+  j["slowest_rank"] = slowest >= 0 ? nlohmann::json(slowest) : nlohmann::json(nullptr);
   for (const StepBreakdown& b : ranks) {
     const nlohmann::json parts = breakdown_json(b);
     for (const auto& [key, value] : parts.items()) j["by_rank"][key].push_back(value);
   }
-  for (double w : work) j["by_rank"]["work_s"].push_back(w);
+  for (const StepBreakdown& b : ranks) j["by_rank"]["work_s"].push_back(b.work());
   if (!std::isfinite(j["straggler_index"].get<double>())) j["straggler_index"] = nullptr;
   finished_ = true;
   if (comm_.rank() == 0) merge_on_rank0();
