@@ -102,20 +102,30 @@ void Timeline::begin_step(std::int64_t step, Clock::time_point start) {
 }
 
 double Timeline::span(Phase phase, Clock::time_point since) {
+  if (!in_step_) {
+    const Clock::time_point now = Clock::now();
+    record_between_steps(phase, since, now);
+    return std::chrono::duration<double>(now - since).count();
+  }
+  // The counter first: its lock may wait for the worker thread (descheduled while it holds it, on a busy
+  // machine), and that wait must fall inside a phase, not between two, or the phases stop adding up.
+  const double blocked_now = comm_.blocked_seconds_so_far();
   const Clock::time_point now = Clock::now();
   const double seconds = std::chrono::duration<double>(now - since).count();
-  if (!in_step_) {
-    record_between_steps(phase, since, now);
-    return seconds;
-  }
-  const double blocked_now = comm_.blocked_seconds_so_far();
   // The step report takes the counters (they restart from 0): its own exchange is not the strategy's.
   const double blocked = std::max(0.0, blocked_now - blocked_mark_);
   blocked_mark_ = blocked_now;
+  // What runs between two marked phases (freeing the autograd graph after backward, the loop's own
+  // bookkeeping) counts to the phase before it, so that the phases partition the step.
+  if (last_phase_ >= 0 && since > last_end_) {
+    phase_s_[static_cast<std::size_t>(last_phase_)] += std::chrono::duration<double>(since - last_end_).count();
+    if (sampled_ && !spans_.empty()) spans_.back().end_ns = ns_of(since);
+  }
   const auto i = static_cast<std::size_t>(phase);
   phase_s_[i] += seconds;
   if (phase != Phase::Report) blocked_s_[i] += blocked;
   last_phase_ = static_cast<int>(phase);
+  last_end_ = now;
   if (sampled_ && spans_.size() < kMaxSpans) spans_.push_back({phase, ns_of(since), ns_of(now), blocked});
   return seconds;
 }

@@ -31,7 +31,7 @@ const char* to_string(Phase phase);
 struct StepBreakdown {
   double step = 0, data = 0, forward = 0, backward = 0, exposed_comm = 0, update = 0, wait = 0, other = 0;
   double compute() const { return forward + backward; }
-  // step minus the parts: clock reads between phases (and any phase the trainer does not mark)
+  // step minus the parts: the clock reads after the last phase
   double unaccounted() const { return step - (data + forward + backward + exposed_comm + update + wait + other); }
   // What the rank took by itself: the step without waiting for communication or for the other ranks.
   double work() const { return step - exposed_comm - wait; }
@@ -86,7 +86,7 @@ class Timeline {
   std::int64_t step_ = -1;
   bool in_step_ = false, sampled_ = false;
   int last_phase_ = -1;  // the last phase of the step in progress that ended; -1 none yet
-  Clock::time_point step_start_;
+  Clock::time_point step_start_, last_end_;  // the step's start; the end of its last phase so far
   double blocked_mark_ = 0;
   std::array<double, kPhaseCount> phase_s_{}, blocked_s_{};
   std::vector<Span> spans_;
