@@ -8,6 +8,7 @@
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/status_command.hpp"
+#include "cli/trace_command.hpp"
 #include "cli/train_command.hpp"
 
 #include <gradsweep/sdk/abi.hpp>
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   gradsweep::host::register_plugins_command(app);
   gradsweep::cli::register_prepare_command(app);
   gradsweep::host::register_bench_comm_command(app);
+  gradsweep::host::register_trace_command(app);  // docs/results.md, "Trace"
   gradsweep::cli::register_cluster_command(app);  // docs/cluster.md
   // Sweeps (docs/experiments.md).
   gradsweep::cli::register_plan_command(app);

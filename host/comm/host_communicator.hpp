@@ -10,6 +10,8 @@
 
 namespace gradsweep::host {
 
+class FlightRecorder;
+
 struct CommStats {
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
@@ -45,6 +47,14 @@ class HostCommunicator : public sdk::Communicator {
     const std::lock_guard<std::mutex> lock(stats_mutex_);
     return std::exchange(stats_, {});
   }
+  // The blocked time counted since the last take_stats(), without taking it: the timeline
+  // (train/timeline.hpp) reads it at phase boundaries to split each phase into compute and waiting.
+  double blocked_seconds_so_far() {
+    const std::lock_guard<std::mutex> lock(stats_mutex_);
+    return stats_.blocked_seconds;
+  }
+  // The backend's record of its calls, for the timeline's communication spans; null when it keeps none.
+  virtual const FlightRecorder* flight_recorder() { return nullptr; }
 
  protected:
   // Adds to the counters from any thread.

@@ -41,6 +41,7 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   int local_rank() const noexcept override { return local_rank_; }
   int local_size() const noexcept override { return local_size_; }
   const char* backend() const noexcept override { return "mpi"; }
+  const FlightRecorder* flight_recorder() override { return &forensics_.recorder(); }
 
   // Native: one MPI call each, on the main communicator.
   sdk::Status allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;

@@ -55,7 +55,9 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
       {"checkpoint", {{{"every", OptionType::Int, "0", "checkpoint every N steps (0 = only at the end)"}, {0, kMaxCount}}}},
       {"metrics",
        {{{"log_every", OptionType::Int, "10", "log a line every N steps"}, {1, kMaxCount}},
-        {{"peak_flops", OptionType::Float, "0", "peak FLOP/s for MFU (0 = measure sgemm once and cache)"}, kNonNegative}}},
+        {{"peak_flops", OptionType::Float, "0", "peak FLOP/s for MFU (0 = measure sgemm once and cache)"}, kNonNegative},
+        {{"trace", OptionType::String, "sampled",
+          "timeline of the steps in trace.json: sampled (first measured, middle, last), all or off"}}}},
       {"runtime",
        {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"}, {0, kMaxThreads}},
         {{"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"}},
@@ -207,6 +209,9 @@ CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
   config.checkpoint_every = host["checkpoint"].integer("every");
   config.log_every = host["metrics"].integer("log_every");
   config.peak_flops = host["metrics"].number("peak_flops");
+  config.trace = host["metrics"].text("trace");
+  if (config.trace != "sampled" && config.trace != "all" && config.trace != "off")
+    diag.error(config.root["metrics"]["trace"], "metrics.trace", "expected sampled, all or off, got '" + config.trace + "'");
   config.threads = host["runtime"].integer("threads");
   config.device = host["runtime"].text("device");
   config.comm = host["runtime"].text("comm");

@@ -7,7 +7,7 @@
 //   train:    {steps, batch_size, micro_batch, seq_len, optimizer, lr, ...}
 //   eval:     {every, batches}
 //   checkpoint: {every}
-//   metrics:  {log_every, peak_flops}
+//   metrics:  {log_every, peak_flops, trace}
 //   runtime:  {threads, device, comm}
 //   plugins:  {paths: [DIR, ...]}
 //
@@ -52,6 +52,7 @@ struct CellConfig {
   std::int64_t checkpoint_every = 0;
   std::int64_t log_every = 1;
   double peak_flops = 0.0;  // 0 = measure
+  std::string trace = "sampled";  // which steps train/timeline.hpp traces: sampled, all or off
   std::int64_t threads = 0;  // 0 = cores / ranks on this node
   std::string device;
   double comm_timeout = 600;  // seconds; see comm/collective_timeout.hpp

@@ -36,6 +36,40 @@ std::string quoted(const std::string& s) {
   return q + "\"";
 }
 
+// Chart::stacked: one row per bar, "label v1 v2 ...", drawn as gnuplot's row-stacked histogram.
+fs::path render_stacked(const Chart& chart, const fs::path& dir, const std::string& terminal) {
+  const fs::path data = dir / (chart.stem + ".dat"), script = dir / (chart.stem + ".gp"),
+                 png = dir / (chart.stem + ".png");
+  {
+    std::ofstream out(data);
+    for (std::size_t b = 0; b < chart.bar_labels.size(); ++b) {
+      out << quoted(chart.bar_labels[b]);
+      for (const auto& s : chart.series) out << " " << (b < s.points.size() ? s.points[b].second : 0.0);
+      out << "\n";
+    }
+  }
+  {
+    std::ofstream gp(script);
+    const int width = std::max(900, 120 + 70 * static_cast<int>(chart.bar_labels.size()));
+    gp << "set terminal " << terminal << " size " << width << ",600\n"
+       << "set output " << quoted(png.string()) << "\n"
+       << "set title " << quoted(chart.title) << "\n"
+       << "set xlabel " << quoted(chart.xlabel) << "\nset ylabel " << quoted(chart.ylabel) << "\n"
+       << "set termoption noenhanced\nset grid ytics\nset key outside right top\n"
+       << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8 border -1\n"
+       << "set boxwidth 0.7\nset xtics rotate by -30\nset yrange [0:*]\nplot ";
+    for (std::size_t i = 0; !chart.bar_labels.empty() && i < chart.series.size(); ++i)
+      gp << (i ? ", \\\n     " : "") << quoted(data.string()) << " using " << i + 2 << (i == 0 ? ":xtic(1)" : "")
+         << " linetype " << i % 8 + 1 << " title " << quoted(chart.series[i].title);
+    if (chart.series.empty() || chart.bar_labels.empty()) gp << "NaN title \"no data\"";
+    gp << "\n";
+  }
+  int code = 0;
+  const std::string output = run("gnuplot " + script.string(), &code);
+  if (code != 0 || !fs::exists(png)) throw std::runtime_error("gnuplot " + script.string() + " failed: " + output);
+  return png;
+}
+
 }  // namespace
 
 const std::string& gnuplot_png_terminal() {
@@ -54,6 +88,7 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
   const std::string& terminal = gnuplot_png_terminal();
   if (terminal.empty()) throw std::runtime_error("gnuplot not found (Debian package gnuplot-nox)");
   fs::create_directories(dir);
+  if (chart.stacked) return render_stacked(chart, dir, terminal);
   const fs::path data = dir / (chart.stem + ".dat"), script = dir / (chart.stem + ".gp"),
                  png = dir / (chart.stem + ".png");
   {

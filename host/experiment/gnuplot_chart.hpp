@@ -22,6 +22,10 @@ struct Chart {
   bool points = true;    // marks at each point (false: lines only, for long curves)
   bool integer_x = false;
   bool y_from_zero = false;  // quantities whose zero means something (tokens/s, bytes): no cut axis
+  // Stacked bars instead of lines: one bar per entry of bar_labels, each series a layer whose points'
+  // second values are the layer's height in each bar (in bar order).
+  bool stacked = false;
+  std::vector<std::string> bar_labels;
 };
 
 // "pngcairo" or "png", whichever this gnuplot has; "" when there is no gnuplot at all.

@@ -114,6 +114,34 @@ void add_loss_charts(const SweepPlan& plan, const Comparison& c, std::vector<Cha
   charts.push_back(by_time);
 }
 
+// Where each finished cell's step goes (summary.json's step_breakdown, means over its ranks), one stacked bar
+// per cell, labelled by what differs between the cells.
+Chart step_breakdown_chart(const SweepPlan& plan, const Comparison& c) {
+  Chart chart{"step_breakdown", "Step time by part (mean over ranks)", "cell", "ms per step", {}, false, false};
+  chart.stacked = true;
+  const std::vector<std::pair<const char*, std::vector<const char*>>> parts{
+      {"compute", {"compute_s"}}, {"exposed comm", {"exposed_comm_s"}}, {"wait for ranks", {"wait_s"}},
+      {"update", {"update_s"}}, {"data + other", {"data_s", "other_s", "unaccounted_s"}}};
+  for (const auto& [title, keys] : parts) chart.series.push_back({title, {}, {}});
+  std::vector<AxisValues> items;
+  std::vector<std::size_t> shown;
+  for (std::size_t i = 0; i < plan.cells.size(); ++i)
+    if (c.cells[i].ok && c.cells[i].summary.contains("step_breakdown")) {
+      items.push_back(plan.cells[i].axes);
+      shown.push_back(i);
+    }
+  chart.bar_labels = distinct_labels(items, "cell");
+  for (std::size_t k = 0; k < shown.size(); ++k) {
+    const nlohmann::json& b = c.cells[shown[k]].summary["step_breakdown"];
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      double ms = 0;
+      for (const char* key : parts[p].second) ms += b.value(key, 0.0) * 1e3;
+      chart.series[p].points.emplace_back(static_cast<double>(k), ms);
+    }
+  }
+  return chart;
+}
+
 std::vector<Chart> build_charts(const SweepPlan& plan, const Comparison& c) {
   std::set<int> node_counts;
   for (std::size_t i = 0; i < plan.cells.size(); ++i)
@@ -156,6 +184,7 @@ std::vector<Chart> build_charts(const SweepPlan& plan, const Comparison& c) {
                     per_line(plan, c, by_nodes, metric("bytes_sent_per_step")), true, true, true});
   charts.push_back({"memory", "Peak resident memory (rank 0)", x, "MiB",
                     per_line(plan, c, by_nodes, metric("peak_rss_mb")), true, true, true});
+  charts.push_back(step_breakdown_chart(plan, c));
   return charts;
 }
 

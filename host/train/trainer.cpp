@@ -15,6 +15,7 @@
 #include "train/model_agreement.hpp"
 #include "train/output_vocabulary.hpp"
 #include "train/rank_report.hpp"
+#include "train/timeline.hpp"
 #include "util/atomic_file.hpp"
 
 #include <torch/cuda.h>
@@ -181,11 +182,13 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
       spdlog::info("resumed from {} at step {}", checkpoint_dir.string(), start_step);
     }
   MetricsLog log(request.out_dir / "metrics.jsonl", rank == 0, start_step);
+  Timeline timeline(comm, config.trace, request.out_dir, start_step, train.steps);
 
   // The validation set is the first eval.batches global batches of val.bin, split over the computing
   // ranks as training batches are: the same sequences whatever the rank count, so val loss compares
   // across strategies and node counts.
   auto evaluate = [&]() {
+    const auto eval_start = Clock::now();
     model.call(model->set_training(false), "set_training");
     torch::NoGradGuard no_grad;
     double sum = 0.0, count = 0.0;
@@ -198,7 +201,9 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
         count += 1;
       }
     model.call(model->set_training(true), "set_training");
-    return mean_over_ranks(comm, sum, count);
+    const double mean = mean_over_ranks(comm, sum, count);
+    timeline.span(Phase::Eval, eval_start);
+    return mean;
   };
 
   const std::int64_t tokens_per_step = train.batch_size * train.seq_len;
@@ -212,6 +217,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
       return nlohmann::json{{"status", "interrupted"}, {"step", step}};
     }
     const auto step_start = Clock::now();
+    timeline.begin_step(step, step_start);
     StepTimes t;
     const sdk::StepContext ctx{step, learning_rate(step, train.steps, train.warmup_steps, train.optimizer.lr, train.min_lr)};
     strategy.call(strategy->begin_step(ctx), "begin_step");
@@ -229,12 +235,13 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     }
     double loss_scale = 1.0;
     strategy.call(strategy->loss_scale(&loss_scale), "loss_scale");
+    timeline.span(Phase::Prologue, step_start);
     double loss_sum = 0.0;
     for (std::int64_t m = 0; computes && m < micro_steps; ++m) {
       auto t0 = Clock::now();
       const data::Batch b = loader.batch(step, m);
       const sdk::Batch batch = keyed_batch(b, device, step, train.seed, sample_offset(batching, m));
-      t.data += seconds_since(t0);
+      t.data += timeline.span(Phase::Data, t0);
       t0 = Clock::now();
       std::optional<sdk::OutputSubset> subset;
       if (vocabulary.rows.defined()) subset = restrict_targets(vocabulary, batch.targets, info.vocab_size, step);
@@ -244,26 +251,32 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
         model.call(model->loss(batch, subset ? &*subset : nullptr, &loss), "loss");
       }
       loss_sum += loss.item<double>();
-      t.forward += seconds_since(t0);
+      t.forward += timeline.span(Phase::Forward, t0);
       t0 = Clock::now();
       if (m + 1 == micro_steps) hooks.arm();
       (loss * (loss_scale / static_cast<double>(micro_steps))).backward();
       if (m + 1 == micro_steps) hooks.finish();
       sync_device(device);
-      t.backward += seconds_since(t0);
+      t.backward += timeline.span(Phase::Backward, t0);
     }
     auto t0 = Clock::now();
     strategy.call(strategy->end_backward(), "end_backward");
+    timeline.span(Phase::EndBackward, t0);
+    const auto update_start = Clock::now();
     sdk::StepResult result;
     strategy.call(strategy->update(ctx, &result), "update");
     sync_device(device);
+    timeline.span(Phase::Update, update_start);
     t.update = seconds_since(t0);
+    const auto report_start = Clock::now();
     // The report waits for the slowest rank, as the next step's first collective would: its time is
     // part of the step, so tokens/s is what the job achieves, not what rank 0 alone would.
     const StepReport report =
         gather_step_report(comm, {computes, loss_sum, computes ? static_cast<double>(micro_steps) : 0.0,
                                   comm.take_stats()});
+    timeline.span(Phase::Report, report_start);
     t.step = seconds_since(step_start);
+    timeline.end_step(t.step);
     const CommStats& comm_stats = report.ranks[static_cast<std::size_t>(rank)].comm;
     t.comm = comm_stats.seconds;
     train_loss = report.mean_loss;
@@ -290,8 +303,11 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     if (rank == 0 && (step % config.log_every == 0 || last))
       spdlog::info("step {:>5}/{} loss {:.4f} lr {:.2e} {:.0f} tok/s{}", step + 1, train.steps, train_loss, ctx.lr,
                    record.tokens_per_sec, step_val ? fmt::format(" val {:.4f}", *step_val) : "");
-    if ((config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0) || last)
+    if ((config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0) || last) {
+      const auto checkpoint_start = Clock::now();
       save_checkpoint(checkpoint_dir, rank, step + 1, model, strategy);
+      timeline.span(Phase::Checkpoint, checkpoint_start);
+    }
   }
   if (std::isnan(val_loss)) val_loss = evaluate();  // resumed after the last step
 
@@ -303,6 +319,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
   RunFacts facts{info, config.model_name, config.strategy_name, world, threads, train.steps, peak,
                  flops_per_token, config.device, comm.backend()};
   nlohmann::json summary = make_summary(facts, totals, train_loss, val_loss, resolved);
+  summary["step_breakdown"] = timeline.finish();
   check_mfu_against_peak(totals.mfu, peak, threads, peak_cache);
   if (rank == 0) {
     util::write_file_atomically(request.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");

@@ -118,10 +118,12 @@ TEST_F(SweepRun, RunsOneTwoAndFourRanksAndWritesResults) {
   const std::string csv = test::read_text(out / "results.csv");
   const std::string header = csv.substr(0, csv.find('\n'));
   for (const char* column : {"id", "strategy", "ranks_per_node", "status", "tokens_per_sec", "val_loss", "comm.busy_s",
-                             "time_split_s.forward", "peak_rss_mb"})
+                             "time_split_s.forward", "peak_rss_mb", "step_breakdown.compute_s",
+                             "step_breakdown.exposed_comm_s", "step_breakdown.wait_s", "step_breakdown.update_s",
+                             "step_breakdown.straggler_index"})
     EXPECT_NE(header.find(column), std::string::npos) << column << " in " << header;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << csv;
-  for (const char* plot : {"throughput", "efficiency", "loss_step", "loss_time", "bytes", "memory"})
+  for (const char* plot : {"throughput", "efficiency", "loss_step", "loss_time", "bytes", "memory", "step_breakdown"})
     EXPECT_TRUE(png(out / "plots" / (std::string(plot) + ".png"))) << plot;
   // Axes of quantities whose zero means something start at 0 (a cut axis hid the lowest marker on the frame).
   for (const char* plot : {"throughput", "efficiency", "bytes", "memory"})
