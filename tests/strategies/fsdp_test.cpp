@@ -56,6 +56,14 @@ TEST_P(FsdpGpt2, MatchesSingleAndHoldsAShardPlusRootPlusOneBlock) {
 INSTANTIATE_TEST_SUITE_P(Ranks, FsdpGpt2, ::testing::Values(2, 4),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
+// Two micro-batches per rank: the full gradients accumulate in .grad over the first and are
+// reduce-scattered unit by unit in the last one's backward; parameters are still freed after each use.
+TEST(FsdpMicroBatches, AccumulatesUntilTheLastMicroBatch) {
+  const TrainingRun run = train_tiny(TinyModel::Gpt2, 2, "fsdp", {"train.micro_batch=2"});
+  expect_matches_single(run, TinyModel::Gpt2);
+  EXPECT_EQ(run.steps.back().at("plugin").at("param_bytes_resident").get<double>(), expected_resident_bytes(2));
+}
+
 // lstm-tiny declares its one layer as a unit and then runs it through the per-layer path.
 TEST(FsdpLstm, MatchesSingleAtTwoRanks) {
   expect_matches_single(train_tiny(TinyModel::Lstm, 2, "fsdp"), TinyModel::Lstm);
