@@ -133,6 +133,15 @@ std::string free_space(const fs::path& dir) {
   return text;
 }
 
+// SDK 1.4 strategies may keep parameters sharded at rest (fsdp): they make them whole while the host
+// reads or restores them. Older strategies never free them.
+void hold_parameters(StrategyInstance& strategy, bool hold) {
+  if (strategy.record().descriptor->abi_minor < 4) return;
+  sdk::RankRole role;
+  strategy.call(strategy->role(&role), "role");
+  if (role.unit_events) strategy.call(strategy->hold_parameters(hold), "hold_parameters");
+}
+
 // The checkpoint's files, written into `staged`.
 void write_checkpoint_files(const fs::path& staged, std::int64_t next_step, ModelInstance& model,
                             StrategyInstance& strategy) {
@@ -141,7 +150,9 @@ void write_checkpoint_files(const fs::path& staged, std::int64_t next_step, Mode
   model.call(model->parameters(&params), "parameters");
   model.call(model->buffers(&buffers), "buffers");
   torch::serialize::OutputArchive model_archive;
-  for (const auto& p : params) model_archive.write("param/" + p.name, p.tensor.detach().cpu());
+  hold_parameters(strategy, true);
+  for (const auto& p : params) model_archive.write("param/" + p.name, p.tensor.detach().cpu().clone());
+  hold_parameters(strategy, false);
   for (const auto& b : buffers) model_archive.write("buffer/" + b.name, b.tensor.detach().cpu());
   model_archive.write("rng/cpu", cpu_rng_state());
   write_archive(model_archive, staged / "model.pt");
@@ -220,7 +231,9 @@ std::optional<std::int64_t> load_checkpoint(const fs::path& dir, HostCommunicato
                                " in the checkpoint but " + c10::str(into.sizes()) + " in the model");
     into.copy_(saved);
   };
+  hold_parameters(strategy, true);
   for (const auto& p : params) restore("param/" + p.name, p.tensor);
+  hold_parameters(strategy, false);
   for (const auto& b : buffers) restore("buffer/" + b.name, b.tensor);
   torch::Tensor rng;
   model_archive.read("rng/cpu", rng);

@@ -21,12 +21,17 @@ class ReadyHook final : public torch::autograd::FunctionPostHook {
 
 }  // namespace
 
+std::shared_ptr<torch::autograd::Node> add_accumulator_hook(const torch::Tensor& param, std::function<void()> fn) {
+  auto accumulator = torch::autograd::impl::grad_accumulator(param);
+  if (accumulator) accumulator->add_post_hook(std::make_unique<ReadyHook>(std::move(fn)));
+  return accumulator;
+}
+
 GradientHooks::GradientHooks(const std::vector<torch::Tensor>& params, Callback on_ready)
     : on_ready_(std::move(on_ready)), reported_(params.size(), 0) {
   for (std::size_t i = 0; i < params.size(); ++i) {
-    auto accumulator = torch::autograd::impl::grad_accumulator(params[i]);
+    auto accumulator = add_accumulator_hook(params[i], [this, i] { fire(i); });
     if (!accumulator) continue;  // not a leaf that requires grad: reported by finish()
-    accumulator->add_post_hook(std::make_unique<ReadyHook>([this, i] { fire(i); }));
     accumulators_.push_back(std::move(accumulator));
   }
 }

@@ -16,6 +16,10 @@
 
 namespace gradsweep::host {
 
+// Runs `fn` each time `param`'s gradient accumulator has run (every backward, armed or not). Returns the
+// accumulator, which must be kept alive as long as the hook is wanted; null when `param` has none.
+std::shared_ptr<torch::autograd::Node> add_accumulator_hook(const torch::Tensor& param, std::function<void()> fn);
+
 class GradientHooks {
  public:
   using Callback = std::function<void(std::size_t index)>;

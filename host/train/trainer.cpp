@@ -16,6 +16,7 @@
 #include "train/output_vocabulary.hpp"
 #include "train/rank_report.hpp"
 #include "train/timeline.hpp"
+#include "train/unit_events.hpp"
 #include "util/atomic_file.hpp"
 
 #include <torch/cuda.h>
@@ -74,6 +75,11 @@ sdk::RankRole role_of(const StrategyInstance& strategy) {
 
 // Plugins built against SDK 1.2 or later may restrict each step's softmax (Strategy::output_vocabulary).
 bool asks_for_vocabulary(const StrategyInstance& strategy) { return strategy.record().descriptor->abi_minor >= 2; }
+
+// Plugins built against SDK 1.4 or later may ask to hear of each model unit's forward and backward.
+bool hears_units(const StrategyInstance& strategy, const sdk::RankRole& role) {
+  return strategy.record().descriptor->abi_minor >= 4 && role.unit_events;
+}
 
 // The index, in the step's global batch, of this rank's first sequence of micro-batch `micro` (the
 // BatchLoader's layout: rank r owns sequences [r*G/W, (r+1)*G/W), cut into micro-batches of M).
@@ -138,7 +144,8 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
   StrategyInstance strategy(strategy_record,
                             {strategy_services.options, strategy_services.logger, plugin_metrics, comm, device});
   // Each global batch is split over the ranks that compute (all of them, unless a server only serves).
-  const bool computes = role_of(strategy).computes;
+  const sdk::RankRole role = role_of(strategy);
+  const bool computes = role.computes;
   const ComputeGroup group = compute_group(comm, computes);
   const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / group.count;
   const data::BatchLoaderOptions batching{train.batch_size, train.seq_len, micro, group.index, group.count};
@@ -157,13 +164,28 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
                           data::BatchLoaderOptions{train.batch_size, train.seq_len, train.batch_size, 0, 1});
     token_counts = count_tokens(loader.shard(), info.vocab_size);
   }
-  strategy.call(strategy->setup({params, train.optimizer, micro_steps, info, token_counts}), "setup");
+  const bool unit_steps = hears_units(strategy, role);
+  const std::vector<sdk::ModelUnit> units =
+      unit_steps ? model_units(model, params.size()) : std::vector<sdk::ModelUnit>{};
+  strategy.call(strategy->setup({params, train.optimizer, micro_steps, info, token_counts, units}), "setup");
   sdk::PrecisionPolicy precision;
   strategy.call(strategy->precision(&precision), "precision");
 
   std::vector<torch::Tensor> tensors;
   for (const auto& p : params) tensors.push_back(p.tensor);
   GradientHooks hooks(tensors, [&](std::size_t i) { strategy.call(strategy->gradient_ready(i), "gradient_ready"); });
+  // Created after `hooks`: a parameter's gradient_ready comes before its unit's BackwardEnd.
+  std::optional<UnitEvents> unit_events;
+  if (unit_steps) {
+    unit_events.emplace(strategy, units, tensors);
+    if (model_record.descriptor->abi_minor >= 4) model.call(model->set_unit_hooks(&*unit_events), "set_unit_hooks");
+  }
+  // The model's loss with the root unit's events around it (a strategy that frees parameters gathers them).
+  auto model_loss = [&](const sdk::Batch& batch, const sdk::OutputSubset* subset, torch::Tensor* loss) {
+    if (unit_events) unit_events->root_forward_begin();
+    model.call(model->loss(batch, subset, loss), "loss");
+    if (unit_events) unit_events->root_forward_end();
+  };
 
   double flops_per_token = 0.0;
   model.call(model->flops_per_token(train.seq_len, &flops_per_token), "flops_per_token");
@@ -179,6 +201,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
   if (request.resume)
     if (auto step = load_checkpoint(checkpoint_dir, comm, model, strategy)) {
       start_step = *step;
+      if (unit_steps) comm.take_stats();
       spdlog::info("resumed from {} at step {}", checkpoint_dir.string(), start_step);
     }
   MetricsLog log(request.out_dir / "metrics.jsonl", rank == 0, start_step);
@@ -196,7 +219,8 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
       for (std::int64_t m = 0; m < micro_steps; ++m) {
         const data::Batch b = val_loader.batch(i, m);
         torch::Tensor loss;
-        model.call(model->loss({b.inputs.to(device), b.targets.to(device)}, nullptr, &loss), "loss");
+        if (unit_events) unit_events->set_pass(false, m, true);
+        model_loss({b.inputs.to(device), b.targets.to(device)}, nullptr, &loss);
         sum += loss.item<double>();
         count += 1;
       }
@@ -246,16 +270,19 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
       std::optional<sdk::OutputSubset> subset;
       if (vocabulary.rows.defined()) subset = restrict_targets(vocabulary, batch.targets, info.vocab_size, step);
       torch::Tensor loss;
+      if (unit_events) unit_events->set_pass(true, m, m + 1 == micro_steps);
       {
         AutocastScope autocast(device.type(), precision.compute_dtype);
-        model.call(model->loss(batch, subset ? &*subset : nullptr, &loss), "loss");
+        model_loss(batch, subset ? &*subset : nullptr, &loss);
       }
       loss_sum += loss.item<double>();
       t.forward += timeline.span(Phase::Forward, t0);
       t0 = Clock::now();
       if (m + 1 == micro_steps) hooks.arm();
+      if (unit_events) unit_events->backward_begin();
       (loss * (loss_scale / static_cast<double>(micro_steps))).backward();
       if (m + 1 == micro_steps) hooks.finish();
+      if (unit_events) unit_events->backward_done();
       sync_device(device);
       t.backward += timeline.span(Phase::Backward, t0);
     }
@@ -307,6 +334,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
       const auto checkpoint_start = Clock::now();
       save_checkpoint(checkpoint_dir, rank, step + 1, model, strategy);
       timeline.span(Phase::Checkpoint, checkpoint_start);
+      if (unit_steps) comm.take_stats();  // a sharding strategy's gathering for the checkpoint: not a step's traffic
     }
   }
   if (std::isnan(val_loss)) val_loss = evaluate();  // resumed after the last step

@@ -48,14 +48,18 @@ void Gpt2Impl::init_weights(std::int64_t n_layer) {
   }
 }
 
-torch::Tensor Gpt2Impl::forward(const torch::Tensor& idx, const sdk::SampleDropout& drop) {
+torch::Tensor Gpt2Impl::forward(const torch::Tensor& idx, const sdk::SampleDropout& drop, const sdk::UnitCalls* units) {
   const std::int64_t T = idx.size(1);
   const auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(idx.device()));  // (T,)
   auto x = drop(wte(idx) + wpe(pos), dropout_, 0, is_training());  // (B,T,C) + (T,C) broadcast over the batch
   std::uint64_t site = 1;
+  std::size_t unit = 0;
   for (const auto& block : *h) {
+    if (units != nullptr) units->begin(unit);
     x = block->as<BlockImpl>()->forward(x, drop, site);
+    if (units != nullptr) x = units->end(unit, x);
     site += BlockImpl::kDropoutSites;
+    ++unit;
   }
   return ln_f(x);
 }

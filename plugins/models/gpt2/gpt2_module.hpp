@@ -4,6 +4,8 @@
 #include "gpt2_config.hpp"
 #include "gpt2_layers.hpp"
 
+#include <gradsweep/sdk/model.hpp>
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
@@ -18,7 +20,9 @@ class Gpt2Impl : public torch::nn::Module {
 
   // idx is (B,T) token ids with T <= block_size; returns the final hidden states, (B,T,C). Dropout is
   // keyed by `drop` (site 0 on the embeddings, then each block's sites in order).
-  torch::Tensor forward(const torch::Tensor& idx, const sdk::SampleDropout& drop = {});
+  // With `units`, each block is a unit (SDK 1.4): its hooks are called around it, block i as unit i.
+  torch::Tensor forward(const torch::Tensor& idx, const sdk::SampleDropout& drop = {},
+                        const sdk::UnitCalls* units = nullptr);
 
   torch::nn::Embedding wte{nullptr};  // (V,C): input embedding and, transposed, the output projection
   torch::nn::Embedding wpe{nullptr};  // (block_size,C)

@@ -46,8 +46,22 @@ class Gpt2Model final : public sdk::Model {
 
   torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
     models::check_batch(batch, config_.block_size, "gpt2");
-    const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch));  // (B,T,C)
+    const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch), &unit_calls());  // (B,T,C)
     return models::lm_head_loss(hidden, net_->wte->weight, /*bias=*/{}, batch, subset);
+  }
+
+  // SDK 1.4: each block is a unit, "h.<i>"; the embeddings (wte is also the tied head) and ln_f are the root.
+  std::vector<sdk::ModelUnit> declare_units() override {
+    std::vector<sdk::ModelUnit> units(static_cast<std::size_t>(config_.n_layer));
+    for (std::size_t u = 0; u < units.size(); ++u) units[u].name = "h." + std::to_string(u);
+    std::size_t index = 0;
+    for (const auto& item : net_->named_parameters()) {
+      const std::string& name = item.key();
+      if (name.rfind("h.", 0) == 0)
+        units[std::stoul(name.substr(2, name.find('.', 2) - 2))].parameters.push_back(index);
+      ++index;
+    }
+    return units;
   }
 
   // llm.c's estimate: 6 FLOPs per parameter per token (2 forward, 4 backward) for the matrix products,

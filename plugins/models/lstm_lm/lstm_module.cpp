@@ -37,24 +37,30 @@ LstmLmImpl::LstmLmImpl(const LstmConfig& config)
   embedding->weight.uniform_(-kTokenMatrixInitRange, kTokenMatrixInitRange);
 }
 
-torch::Tensor LstmLmImpl::forward(const torch::Tensor& idx, const sdk::SampleDropout& drop) {
+torch::Tensor LstmLmImpl::forward(const torch::Tensor& idx, const sdk::SampleDropout& drop,
+                                  const sdk::UnitCalls* units) {
   auto x = drop(embedding(idx), dropout_, 0, is_training());  // (B,T,E)
   // Without dropout between layers the fused multi-layer kernel computes the same thing, faster.
   const bool between = n_layer_ > 1 && dropout_ > 0.0 && is_training();
-  auto h = between ? layer_by_layer(x, drop) : std::get<0>(lstm->forward(x));  // (B,T,H): the top layer
+  const bool unit_by_unit = units != nullptr && units->active();
+  auto h = between || unit_by_unit ? layer_by_layer(x, drop, units)
+                                   : std::get<0>(lstm->forward(x));  // (B,T,H): the top layer
   return drop(h, dropout_, static_cast<std::uint64_t>(n_layer_), is_training());
 }
 
-torch::Tensor LstmLmImpl::layer_by_layer(torch::Tensor x, const sdk::SampleDropout& drop) {
+torch::Tensor LstmLmImpl::layer_by_layer(torch::Tensor x, const sdk::SampleDropout& drop, const sdk::UnitCalls* units) {
   const auto weights = lstm->named_parameters(/*recurse=*/false);
   const auto zeros = torch::zeros({1, x.size(0), hidden_dim_}, x.options());
   for (std::int64_t layer = 0; layer < n_layer_; ++layer) {
     const std::string l = std::to_string(layer);
     const std::vector<torch::Tensor> params{weights["weight_ih_l" + l], weights["weight_hh_l" + l],
                                             weights["bias_ih_l" + l], weights["bias_hh_l" + l]};
+    const auto unit = static_cast<std::size_t>(layer);
+    if (units != nullptr) units->begin(unit);
     x = std::get<0>(torch::lstm(x, {zeros, zeros}, params, /*has_biases=*/true, /*num_layers=*/1, /*dropout=*/0.0,
                                 /*train=*/true, /*bidirectional=*/false, /*batch_first=*/true));
-    if (layer + 1 < n_layer_) x = drop(x, dropout_, static_cast<std::uint64_t>(layer + 1), true);
+    if (units != nullptr) x = units->end(unit, x);
+    if (layer + 1 < n_layer_) x = drop(x, dropout_, static_cast<std::uint64_t>(layer + 1), is_training());
   }
   return x;
 }

@@ -8,6 +8,7 @@
 // global batch, so with dropout the layers run one at a time on the same parameters.
 #include "lstm_config.hpp"
 
+#include <gradsweep/sdk/model.hpp>
 #include <gradsweep/sdk/sample_dropout.hpp>
 
 #include <torch/nn/module.h>
@@ -37,7 +38,9 @@ class LstmLmImpl : public torch::nn::Module {
   // idx is (B,T) token ids; returns the top LSTM layer's outputs after dropout, (B,T,H). Every call
   // starts from a zero state: batches are independent windows, not the continuation of the last one.
   // Dropout sites: 0 on the embeddings, 1 .. n_layer-1 between layers, n_layer on the output.
-  torch::Tensor forward(const torch::Tensor& idx, const sdk::SampleDropout& drop = {});
+  // With active `units` (SDK 1.4) the layers run one at a time, layer l as unit l.
+  torch::Tensor forward(const torch::Tensor& idx, const sdk::SampleDropout& drop = {},
+                        const sdk::UnitCalls* units = nullptr);
 
   // The (V,H) matrix the loss projects with: output.weight, or embedding.weight when tied.
   torch::Tensor output_weight() const;
@@ -48,7 +51,7 @@ class LstmLmImpl : public torch::nn::Module {
 
  private:
   // The stacked LSTM run layer by layer, with keyed dropout on each layer's output but the top one's.
-  torch::Tensor layer_by_layer(torch::Tensor x, const sdk::SampleDropout& drop);
+  torch::Tensor layer_by_layer(torch::Tensor x, const sdk::SampleDropout& drop, const sdk::UnitCalls* units);
 
   std::int64_t n_layer_;
   std::int64_t hidden_dim_;

@@ -51,8 +51,24 @@ class LstmLmModel final : public sdk::Model {
 
   torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
     models::check_batch(batch, /*block_size=*/0, "lstm_lm");
-    const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch));  // (B,T,H)
+    const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch), &unit_calls());  // (B,T,H)
     return models::lm_head_loss(hidden, net_->output_weight(), net_->output->bias, batch, subset);
+  }
+
+  // SDK 1.4: each LSTM layer is a unit, "lstm.<l>" (its weight_ih, weight_hh, bias_ih, bias_hh); the
+  // embedding and the output layer are the root. With the hooks set the layers run one at a time.
+  std::vector<sdk::ModelUnit> declare_units() override {
+    std::vector<sdk::ModelUnit> units(static_cast<std::size_t>(config_.n_layer));
+    for (std::size_t u = 0; u < units.size(); ++u) units[u].name = "lstm." + std::to_string(u);
+    std::size_t index = 0;
+    for (const auto& item : net_->named_parameters()) {
+      const std::string& name = item.key();
+      const auto l = name.rfind("_l");
+      if (name.rfind("lstm.", 0) == 0 && l != std::string::npos)
+        units[std::stoul(name.substr(l + 2))].parameters.push_back(index);
+      ++index;
+    }
+    return units;
   }
 
   // 6 FLOPs per parameter per token that takes part in a matrix product (2 forward, 4 backward): the

@@ -25,7 +25,9 @@ inline constexpr std::uint32_t kAbiMajor = 1;
 // 1.2: Strategy::output_vocabulary; StrategySetup::model and ::token_counts.
 // 1.3: Batch::sample_ids, ::step, ::seed; sample_dropout.hpp (keyed, split-independent dropout);
 //      Communicator::Algorithm::Hierarchical.
-inline constexpr std::uint32_t kAbiMinor = 3;
+// 1.4: model units: ModelAbi::units, ::set_unit_hooks and UnitHooks; StrategySetup::units;
+//      StrategyAbi::unit_event, ::hold_parameters (what `fsdp` gathers and frees around each unit).
+inline constexpr std::uint32_t kAbiMinor = 4;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 
 enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };

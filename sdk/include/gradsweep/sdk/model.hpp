@@ -59,6 +59,48 @@ struct ModelInfo {
   bool supports_output_subset = false;
 };
 
+// ---- ABI 1.4: model units ----
+// A unit is a group of parameters that is used together in one stretch of the forward pass (a GPT-2
+// block, one LSTM layer): what a sharding strategy (`fsdp`) gathers before the stretch and frees after it.
+// `parameters` are indices into the model's parameters(); a parameter belongs to at most one unit.
+// Parameters in no unit form the root unit (embeddings, a tied output head, a final norm), which is held
+// for the whole forward and backward pass.
+struct ModelUnit {
+  std::string name;
+  std::vector<std::size_t> parameters;
+};
+
+// Lent by the host to a model that declares units (ModelAbi::set_unit_hooks). The model calls
+// before_forward(u) before unit u's first use of its parameters in a forward pass, and after_forward(u,
+// output) after its last, passing the unit's output: the tensor whose gradient reaches every parameter
+// of the unit. The host marks the unit's backward as starting when that gradient is computed.
+class UnitHooks {
+ public:
+  virtual Status before_forward(std::size_t unit) noexcept = 0;
+  virtual Status after_forward(std::size_t unit, const torch::Tensor& output) noexcept = 0;
+
+ protected:
+  ~UnitHooks() = default;
+};
+
+// The model's side of the hooks: does nothing when no hooks are set (no units asked for, an older host).
+class UnitCalls {
+ public:
+  void set(UnitHooks* hooks) { hooks_ = hooks; }
+  bool active() const { return hooks_ != nullptr; }
+  void begin(std::size_t unit) const {
+    if (hooks_ != nullptr) check(hooks_->before_forward(unit));
+  }
+  // Returns `output`, so a forward reads `x = units.end(i, block(x))`.
+  torch::Tensor end(std::size_t unit, torch::Tensor output) const {
+    if (hooks_ != nullptr) check(hooks_->after_forward(unit, output));
+    return output;
+  }
+
+ private:
+  UnitHooks* hooks_ = nullptr;
+};
+
 class ModelAbi {
  public:
   virtual Status info(ModelInfo* out) noexcept = 0;
@@ -70,6 +112,11 @@ class ModelAbi {
   // Training FLOPs per token (forward + backward) at sequence length `seq_len`.
   virtual Status flops_per_token(std::int64_t seq_len, double* out) noexcept = 0;
   virtual Status set_training(bool training) noexcept = 0;
+  // ---- ABI 1.4 (the host calls them only on plugins built against 1.4 or later) ----
+  // The model's units; empty: it declares none and runs as one unit (the root).
+  virtual Status units(std::vector<ModelUnit>* out) noexcept = 0;
+  // Hooks the model calls around each unit in every forward pass from now on; nullptr: none.
+  virtual Status set_unit_hooks(UnitHooks* hooks) noexcept = 0;
 
  protected:
   ~ModelAbi() = default;  // destroyed only through the plugin's own destroy function
@@ -87,8 +134,11 @@ class Model : public ModelAbi {
   virtual torch::Tensor compute_loss(const Batch& batch, const OutputSubset* subset) = 0;
   virtual double training_flops_per_token(std::int64_t seq_len) = 0;
   virtual void train_mode(bool training) = 0;
+  virtual std::vector<ModelUnit> declare_units() { return {}; }
 
   const PluginContext& context() const { return context_; }
+  // What the forward pass calls around each declared unit.
+  const UnitCalls& unit_calls() const { return unit_calls_; }
 
  private:
   Status info(ModelInfo* out) noexcept final {
@@ -109,8 +159,15 @@ class Model : public ModelAbi {
   Status set_training(bool training) noexcept final {
     return guard([&] { train_mode(training); });
   }
+  Status units(std::vector<ModelUnit>* out) noexcept final {
+    return guard([&] { *out = declare_units(); });
+  }
+  Status set_unit_hooks(UnitHooks* hooks) noexcept final {
+    return guard([&] { unit_calls_.set(hooks); });
+  }
 
   PluginContext context_;
+  UnitCalls unit_calls_;
 };
 
 }  // namespace gradsweep::sdk

@@ -11,6 +11,9 @@
 //   end_backward                    after the last backward: finish communication
 //   update                          apply the optimizer (locally, on a server, or on a shard)
 //
+// SDK 1.4 adds unit events inside forward and backward (see UnitEvent) and hold_parameters around the
+// host's own reads and writes of the parameters (checkpoints).
+//
 // `ModelAbi` explains the Abi/author split used here too.
 #include <gradsweep/sdk/model.hpp>
 #include <gradsweep/sdk/services.hpp>
@@ -54,6 +57,35 @@ struct StrategySetup {
   // How often each token id occurs in the training shard, (vocab_size,) int64 on the CPU: what a
   // strategy that samples the vocabulary draws its unigram distribution from.
   torch::Tensor token_counts;
+  // ---- ABI 1.4 ----
+  // The model's declared units (ModelUnit); empty when it declares none or was built before 1.4. Every
+  // parameter in no unit belongs to the root unit.
+  std::vector<ModelUnit> units;
+};
+
+// ---- ABI 1.4: unit events ----
+// The root unit's index in UnitEvent: the parameters in no declared unit.
+inline constexpr std::size_t kRootUnit = static_cast<std::size_t>(-1);
+
+enum class UnitPhase : std::uint32_t {
+  ForwardBegin = 0,   // the unit's parameters are about to be used in a forward pass
+  ForwardEnd = 1,     // the unit's forward is done (training: its backward will need the parameters again)
+  BackwardBegin = 2,  // the gradient of the unit's output is computed; its backward is next
+  BackwardEnd = 3,    // every parameter of the unit has its gradient of this micro-batch accumulated
+};
+
+// What the host tells a 1.4 strategy in each micro-batch, in this order:
+//   ForwardBegin(root), then per declared unit u in the model's forward: ForwardBegin(u), ForwardEnd(u);
+//   ForwardEnd(root). Training only (evaluation stops here): BackwardBegin(root), then, as backward
+//   reaches each unit, BackwardBegin(u) ... BackwardEnd(u) (gradient_ready of the unit's parameters comes
+//   before its BackwardEnd on the last micro-batch), and BackwardEnd(root) last (or when the root's
+//   gradients are all accumulated). Units that got no gradient get BackwardEnd when backward returns.
+struct UnitEvent {
+  UnitPhase phase = UnitPhase::ForwardBegin;
+  std::size_t unit = kRootUnit;  // index into StrategySetup::units, or kRootUnit
+  bool training = true;          // false in evaluation: no backward follows
+  std::int64_t micro_batch = 0;  // index within the step (training)
+  bool last_micro_batch = true;  // its backward makes the step's gradients final
 };
 
 struct StepContext {
@@ -65,6 +97,9 @@ struct StepContext {
 // trainer then runs no forward/backward there and splits each global batch over the computing ranks only.
 struct RankRole {
   bool computes = true;
+  // ABI 1.4: the strategy acts on model units: the host sends it unit events (UnitEvent), hold_parameters,
+  // and the model's units in StrategySetup, and lends the model its unit hooks. Off: none of these.
+  bool unit_events = false;
 };
 
 // A step's whole global batch (every rank's part), on the CPU and identical on every rank, so a strategy
@@ -105,6 +140,11 @@ class StrategyAbi {
   // Called after begin_step with the step's global batch; the answer restricts this step's training
   // loss (never evaluation) to some vocabulary rows.
   virtual Status output_vocabulary(const StepBatch& batch, OutputVocabulary* out) noexcept = 0;
+  // ---- ABI 1.4 ----
+  virtual Status unit_event(const UnitEvent& event) noexcept = 0;
+  // true: the host is about to read or overwrite every parameter outside a forward pass (a checkpoint):
+  // make them whole. false: it is done; the parameters' values (maybe restored) are the model's again.
+  virtual Status hold_parameters(bool hold) noexcept = 0;
 
  protected:
   ~StrategyAbi() = default;
@@ -127,6 +167,8 @@ class Strategy : public StrategyAbi {
   virtual void load(torch::serialize::InputArchive& archive) = 0;
   virtual RankRole rank_role() { return {}; }
   virtual OutputVocabulary step_vocabulary(const StepBatch& /*batch*/) { return {}; }
+  virtual void on_unit_event(const UnitEvent& /*event*/) {}
+  virtual void on_hold_parameters(bool /*hold*/) {}
 
   const PluginContext& context() const { return context_; }
 
@@ -163,6 +205,12 @@ class Strategy : public StrategyAbi {
   }
   Status output_vocabulary(const StepBatch& batch, OutputVocabulary* out) noexcept final {
     return guard([&] { *out = step_vocabulary(batch); });
+  }
+  Status unit_event(const UnitEvent& event) noexcept final {
+    return guard([&] { on_unit_event(event); });
+  }
+  Status hold_parameters(bool hold) noexcept final {
+    return guard([&] { on_hold_parameters(hold); });
   }
 
   PluginContext context_;

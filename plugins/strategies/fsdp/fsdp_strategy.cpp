@@ -1,0 +1,128 @@
+#include "fsdp_strategy.hpp"
+
+#include "strategy_variants.hpp"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace gradsweep::strategies {
+namespace {
+
+// The parameters of each declared unit, then the root's (those in no unit), as tensors.
+std::vector<std::vector<torch::Tensor>> group_parameters(const sdk::StrategySetup& setup) {
+  std::vector<std::vector<torch::Tensor>> groups(setup.units.size() + 1);
+  std::vector<char> claimed(setup.parameters.size(), 0);
+  for (std::size_t u = 0; u < setup.units.size(); ++u)
+    for (std::size_t i : setup.units[u].parameters) {
+      groups[u].push_back(setup.parameters.at(i).tensor);
+      claimed[i] = 1;
+    }
+  for (std::size_t i = 0; i < setup.parameters.size(); ++i)
+    if (!claimed[i]) groups.back().push_back(setup.parameters[i].tensor);
+  return groups;
+}
+
+}  // namespace
+
+FsdpStrategy::FsdpStrategy(const sdk::PluginContext& context)
+    : Strategy(context),
+      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, "fsdp"))) {}
+
+void FsdpStrategy::on_setup(const sdk::StrategySetup& setup) {
+  spec_ = setup.optimizer;
+  if (setup.units.empty())
+    context().log.warn("the model declares no units, so it runs as one unit: sharded at rest, the whole model "
+                       "gathered for each forward and backward (peak parameter memory = the model plus 1/N of it)");
+  auto groups = group_parameters(setup);
+  has_root_ = !groups.back().empty();
+  if (!has_root_) groups.pop_back();
+  for (std::size_t u = 0; u < groups.size(); ++u) {
+    const bool root = u == setup.units.size();
+    if (groups[u].empty()) throw sdk::Error("fsdp: unit '" + setup.units[u].name + "' has no parameters");
+    units_.emplace_back(root ? "root" : setup.units[u].name, std::move(groups[u]), comm_.rank(), comm_.size());
+    resident_bytes_ += units_.back().shard_bytes();
+  }
+  peak_bytes_ = resident_bytes_;
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const ShardedUnit& u : units_) u.add_optimizer_slices(decay, no_decay);
+  optimizer_ = sdk::make_optimizer(spec_, decay, no_decay);
+}
+
+void FsdpStrategy::gather(ShardedUnit& u) {
+  if (u.gathered()) return;
+  u.gather(comm_);
+  resident_bytes_ += u.full_bytes();
+  peak_bytes_ = std::max(peak_bytes_, resident_bytes_);
+}
+
+void FsdpStrategy::release(ShardedUnit& u) {
+  if (!u.gathered()) return;
+  u.release();
+  resident_bytes_ -= u.full_bytes();
+}
+
+void FsdpStrategy::on_begin_step(const sdk::StepContext& /*step*/) {
+  for (ShardedUnit& u : units_) u.gradient_shard().zero_();
+}
+
+void FsdpStrategy::on_unit_event(const sdk::UnitEvent& event) {
+  const bool root = event.unit == sdk::kRootUnit;
+  if (root && !has_root_) return;
+  ShardedUnit& u = root ? units_.back() : units_.at(event.unit);
+  switch (event.phase) {
+    case sdk::UnitPhase::ForwardBegin:
+    case sdk::UnitPhase::BackwardBegin: gather(u); break;
+    // The root stays for backward: its parameters (the tied head) are used at both ends of the model.
+    case sdk::UnitPhase::ForwardEnd:
+      if (!root || !event.training) release(u);
+      break;
+    case sdk::UnitPhase::BackwardEnd:
+      if (event.last_micro_batch) u.reduce_gradients(comm_);
+      release(u);
+      break;
+  }
+}
+
+void FsdpStrategy::on_end_backward() {
+  for (ShardedUnit& u : units_) release(u);
+}
+
+sdk::StepResult FsdpStrategy::on_update(const sdk::StepContext& step) {
+  // The shards are disjoint: their squared norms add up to the global one.
+  torch::Tensor norm_squared = torch::zeros({1}, torch::kDouble);
+  for (ShardedUnit& u : units_) {
+    u.gradient_shard().mul_(1.0 / static_cast<double>(comm_.size()));
+    norm_squared += u.gradient_shard().to(torch::kDouble).pow(2).sum().cpu();
+  }
+  sdk::check(comm_.allreduce(norm_squared, sdk::ReduceOp::Sum));
+  const double norm = std::sqrt(norm_squared.item<double>());
+  if (spec_.grad_clip > 0 && norm > spec_.grad_clip)
+    for (ShardedUnit& u : units_) u.gradient_shard().mul_(spec_.grad_clip / (norm + 1e-6));
+  sdk::set_learning_rate(*optimizer_, step.lr);
+  optimizer_->step();
+
+  context().metrics.record("param_bytes_resident", static_cast<double>(peak_bytes_));
+  context().metrics.record("optimizer_state_bytes", static_cast<double>(sdk::optimizer_state_bytes(*optimizer_)));
+  peak_bytes_ = resident_bytes_;
+  return {true, norm};
+}
+
+void FsdpStrategy::on_hold_parameters(bool hold) {
+  for (ShardedUnit& u : units_) {
+    if (hold) {
+      gather(u);
+    } else {
+      u.adopt_gathered();
+      release(u);
+    }
+  }
+  if (!hold) peak_bytes_ = resident_bytes_;  // the checkpoint's whole model is no step's
+}
+
+void FsdpStrategy::save(torch::serialize::OutputArchive& archive) { optimizer_->save(archive); }
+
+void FsdpStrategy::load(torch::serialize::InputArchive& archive) { optimizer_->load(archive); }
+
+}  // namespace gradsweep::strategies

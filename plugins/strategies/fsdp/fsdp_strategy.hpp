@@ -1,0 +1,56 @@
+#pragma once
+// `fsdp`: fully sharded data parallel (ZeRO stage 3, as PyTorch FSDP). Parameters, gradients and
+// optimizer state are sharded at rest; each model unit (SDK 1.4 ModelUnit) is all-gathered just before
+// its forward and again before its backward and freed after each, and its gradients are reduce-scattered
+// into this rank's shard as soon as its backward ends. The root unit (parameters in no unit) stays
+// gathered from the start of forward to the end of backward. Peak parameter memory per rank is about
+// (model / N) + root + the largest unit.
+//
+// Micro-batches: full gradients are kept (accumulated by autograd) until the last micro-batch, whose
+// backward reduce-scatters them unit by unit; earlier micro-batches only free the parameters.
+#include "sharded_unit.hpp"
+
+#include <gradsweep/sdk/optimizer.hpp>
+#include <gradsweep/sdk/strategy.hpp>
+
+#include <array>
+#include <memory>
+#include <vector>
+
+namespace gradsweep::strategies {
+
+inline constexpr std::array<sdk::OptionSpec, 1> kFsdpOptions{{
+    {"algorithm", sdk::OptionType::String, "native",
+     "native: the backend's all-gather and reduce-scatter; ring: gradsweep's ring over point-to-point; "
+     "hierarchical: the ring's, with the gradient norm's allreduce hierarchical"},
+}};
+
+class FsdpStrategy final : public sdk::Strategy {
+ public:
+  explicit FsdpStrategy(const sdk::PluginContext& context);
+
+ protected:
+  sdk::RankRole rank_role() override { return {true, true}; }
+  void on_setup(const sdk::StrategySetup& setup) override;
+  void on_begin_step(const sdk::StepContext& step) override;
+  void on_unit_event(const sdk::UnitEvent& event) override;
+  void on_end_backward() override;
+  sdk::StepResult on_update(const sdk::StepContext& step) override;
+  void on_hold_parameters(bool hold) override;
+  void save(torch::serialize::OutputArchive& archive) override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+ private:
+  void gather(ShardedUnit& u);
+  void release(ShardedUnit& u);
+
+  sdk::Communicator& comm_;
+  sdk::OptimizerSpec spec_;
+  std::vector<ShardedUnit> units_;  // the declared units in order, then the root (if any parameter is in none)
+  bool has_root_ = true;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::int64_t resident_bytes_ = 0;  // shards plus gathered units, now
+  std::int64_t peak_bytes_ = 0;      // its maximum since the last update
+};
+
+}  // namespace gradsweep::strategies

@@ -1,0 +1,52 @@
+#pragma once
+// One model unit under `fsdp`: its parameters live in one flat storage that is allocated only while the
+// unit is gathered, and this rank keeps a 1/N shard of it at rest, with the shard's summed gradient.
+//
+// At construction the unit's parameters are re-pointed (set_data) into views of the flat storage, so
+// gathering is one all-gather straight into the parameters' memory and freeing is one release; the
+// parameters keep their identity, shape and autograd state.
+#include <gradsweep/sdk/services.hpp>
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gradsweep::strategies {
+
+class ShardedUnit {
+ public:
+  // Takes the parameters' current values (every rank's are equal) and frees the flat storage.
+  ShardedUnit(std::string name, std::vector<torch::Tensor> params, int rank, int world);
+
+  const std::string& name() const { return name_; }
+  bool gathered() const { return gathered_; }
+  std::int64_t full_bytes() const { return padded_ * element_size_; }
+  std::int64_t shard_bytes() const { return shard_numel_ * element_size_; }
+
+  void gather(sdk::Communicator& comm);  // all-gather the shards into the parameters (no-op if gathered)
+  void release();                        // free the parameters' memory (no-op if not gathered)
+  // Reduce-scatters the parameters' gradients (missing ones as zeros), adds this rank's part to the
+  // gradient shard and drops the full gradients.
+  void reduce_gradients(sdk::Communicator& comm);
+  // Gathered parameters' values (e.g. restored from a checkpoint) become this rank's shard.
+  void adopt_gathered();
+
+  // This rank's slices of each parameter, in the shard, with the gradient shard's slices as their .grad:
+  // what the optimizer updates. `decay` gets matrices' slices (dim >= 2), `no_decay` the rest.
+  void add_optimizer_slices(std::vector<torch::Tensor>& decay, std::vector<torch::Tensor>& no_decay) const;
+  torch::Tensor& gradient_shard() { return grad_shard_; }
+
+ private:
+  std::string name_;
+  std::vector<torch::Tensor> params_;
+  std::vector<std::int64_t> offsets_;  // each parameter's first element in the flat vector
+  std::int64_t numel_ = 0, padded_ = 0, shard_numel_ = 0, shard_begin_ = 0, element_size_ = 4;
+  torch::Tensor flat_;        // (padded_,) the parameters' storage; released when not gathered
+  torch::Tensor shard_;       // (shard_numel_,) this rank's part at rest
+  torch::Tensor grad_shard_;  // (shard_numel_,) its gradient summed over ranks (and micro-batches)
+  bool gathered_ = true;
+};
+
+}  // namespace gradsweep::strategies
