@@ -25,7 +25,8 @@ inline constexpr std::uint32_t kAbiMajor = 1;
 // 1.2: Strategy::output_vocabulary; StrategySetup::model and ::token_counts.
 // 1.3: Batch::sample_ids, ::step, ::seed; sample_dropout.hpp (keyed, split-independent dropout);
 //      Communicator::Algorithm::Hierarchical.
-inline constexpr std::uint32_t kAbiMinor = 3;
+// 1.4: Communicator::reduce_scatter_async, ::allgather_async
+inline constexpr std::uint32_t kAbiMinor = 4;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 
 enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };
