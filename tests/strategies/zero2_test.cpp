@@ -1,5 +1,6 @@
 // `zero2` (ZeRO-2) in real `gradsweep train` processes: it reproduces `single`, keeps no full-size gradient
-// (less memory than `dps`), resumes bit for bit from its sharded optimizer state, and refuses bad options.
+// (less memory than `dps`), resumes bit for bit from its sharded optimizer state, skips an overflow in
+// its -amp variant on every rank, and refuses bad options.
 #include "strategies/strategy_runs.hpp"
 
 #include <gtest/gtest.h>
@@ -83,6 +84,25 @@ TEST(Zero2Memory, KeepsNoFullSizeGradientAndPeaksBelowDpsAtFourRanks) {
   // The same traffic as dps: one reduce-scatter and one all-gather of the model (padding aside).
   EXPECT_NEAR(zero2.steps.back().at("bytes_sent").get<double>(), dps.steps.back().at("bytes_sent").get<double>(),
               0.01 * dps.steps.back().at("bytes_sent").get<double>());
+}
+
+// zero2-amp: bf16 gradients in the buckets; an overflow injected on one rank's buckets at step 3 is
+// seen by every rank from its own shard (any_rank), the update skipped everywhere, and the run follows
+// dps-amp (measured: equal bit for bit at 2 ranks; the bound allows another summation order).
+TEST(Zero2Amp, SkipsAnInjectedOverflowOnEveryRankAndFollowsDpsAmp) {
+  const std::vector<std::string> overflow{"strategy.loss_scaling=dynamic", "strategy.inject_overflow_step=3",
+                                          "strategy.inject_overflow_rank=1"};
+  std::vector<std::string> zero2_options = overflow;
+  zero2_options.push_back("strategy.bucket_mb=0.05");
+  const TrainingRun dps = train_tiny(TinyModel::Gpt2, 2, "dps-amp", overflow, 8);
+  const TrainingRun zero2 = train_tiny(TinyModel::Gpt2, 2, "zero2-amp", zero2_options, 8);
+  ASSERT_EQ(dps.result.exit_code, 0) << dps.result.output;
+  ASSERT_EQ(zero2.result.exit_code, 0) << zero2.result.output;
+  ASSERT_EQ(zero2.steps.size(), 8u);
+  for (const auto& s : zero2.steps) EXPECT_EQ(s.at("update_applied").get<bool>(), s.at("step") != 3) << s.dump();
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_NE(zero2.log(rank).find("step 3: gradient overflow"), std::string::npos) << zero2.log(rank);
+  EXPECT_LT(max_relative_difference(zero2.losses(), dps.losses()), 1e-6);
 }
 
 TEST(Zero2Resume, InterruptedThenResumedEqualsUninterruptedBitForBit) {
