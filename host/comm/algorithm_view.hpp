@@ -1,6 +1,6 @@
 #pragma once
 // What Communicator::with_algorithm returns: the same ranks and counters as the backend, with the calls
-// an Algorithm changes (allreduce, allreduce_async, reduce_scatter, allgather) carried out by one fixed
+// an Algorithm changes (allreduce, reduce_scatter, allgather and their _async forms) carried out by one fixed
 // algorithm, and every other call passed to the backend unchanged. A backend offers its algorithms
 // through AlgorithmCalls and owns one view per algorithm, made once.
 #include <gradsweep/sdk/services.hpp>
@@ -18,6 +18,11 @@ class AlgorithmCalls {
                                    torch::Tensor& output) noexcept = 0;
   virtual sdk::Status reduce_scatter_by(sdk::Algorithm algorithm, const torch::Tensor& input, torch::Tensor& output,
                                         sdk::ReduceOp op) noexcept = 0;
+  virtual sdk::Status reduce_scatter_async_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                                              torch::Tensor& output, sdk::ReduceOp op,
+                                              std::unique_ptr<sdk::Request>* request) noexcept = 0;
+  virtual sdk::Status allgather_async_by(sdk::Algorithm algorithm, const torch::Tensor& input, torch::Tensor& output,
+                                         std::unique_ptr<sdk::Request>* request) noexcept = 0;
 
  protected:
   ~AlgorithmCalls() = default;
@@ -46,6 +51,14 @@ class AlgorithmView final : public sdk::Communicator {
   }
   sdk::Status reduce_scatter(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op) noexcept override {
     return calls_.reduce_scatter_by(algorithm_, input, output, op);
+  }
+  sdk::Status reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op,
+                                   std::unique_ptr<sdk::Request>* request) noexcept override {
+    return calls_.reduce_scatter_async_by(algorithm_, input, output, op, request);
+  }
+  sdk::Status allgather_async(const torch::Tensor& input, torch::Tensor& output,
+                              std::unique_ptr<sdk::Request>* request) noexcept override {
+    return calls_.allgather_async_by(algorithm_, input, output, request);
   }
 
   sdk::Status broadcast(torch::Tensor& tensor, int root) noexcept override { return base_.broadcast(tensor, root); }

@@ -52,6 +52,20 @@ class LocalCommunicator final : public HostCommunicator {
     if (request == nullptr) return sdk::Status::Error("allreduce_async: request is null");
     return counted(bytes_of(tensor), [&] { *request = std::make_unique<DoneRequest>(); });
   }
+  sdk::Status reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op,
+                                   std::unique_ptr<sdk::Request>* request) noexcept override {
+    if (request == nullptr) return sdk::Status::Error("reduce_scatter_async: request is null");
+    const sdk::Status status = reduce_scatter(input, output, op);
+    if (status.ok) *request = std::make_unique<DoneRequest>();
+    return status;
+  }
+  sdk::Status allgather_async(const torch::Tensor& input, torch::Tensor& output,
+                              std::unique_ptr<sdk::Request>* request) noexcept override {
+    if (request == nullptr) return sdk::Status::Error("allgather_async: request is null");
+    const sdk::Status status = allgather(input, output);
+    if (status.ok) *request = std::make_unique<DoneRequest>();
+    return status;
+  }
   // On one rank every algorithm is the identity.
   sdk::Status with_algorithm(sdk::Algorithm, sdk::Communicator** view) noexcept override {
     *view = this;

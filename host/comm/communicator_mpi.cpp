@@ -211,28 +211,47 @@ sdk::Status MpiCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept
   });
 }
 
+// An input that is this rank's own slot of the output (the usual ZeRO layout) is MPI_IN_PLACE; any
+// other overlap would be undefined in MPI, so that input is copied first.
+void MpiCommunicator::native_allgather(MPI_Comm comm, const torch::Tensor& input, torch::Tensor& output,
+                                       const std::string& call) {
+  const Buffer in = buffer_of(input, call, "input");
+  const Buffer out = buffer_of(output, call, "output");
+  const void* send = in.data;
+  torch::Tensor copy;
+  if (in.count > 0 && in.data == static_cast<char*>(out.data) + static_cast<std::uint64_t>(rank_) * in.bytes) {
+    send = MPI_IN_PLACE;
+  } else if (overlap(input, output)) {
+    copy = input.clone();
+    send = copy.data_ptr();
+  }
+  check_mpi(MPI_Allgather(send, in.count, in.type, out.data, in.count, out.type, comm), call, "MPI_Allgather");
+}
+
+// MPI forbids overlapping buffers here: reduce into a scratch output and copy.
+void MpiCommunicator::native_reduce_scatter(MPI_Comm comm, const torch::Tensor& input, torch::Tensor& output,
+                                            sdk::ReduceOp op, const std::string& call) {
+  const Buffer in = buffer_of(input, call, "input");
+  Buffer out = buffer_of(output, call, "output");
+  const MPI_Op mop = mpi::reduce_op(input.scalar_type(), op);
+  torch::Tensor scratch;
+  if (overlap(input, output)) {
+    scratch = torch::empty_like(output);
+    out.data = scratch.data_ptr();
+  }
+  check_mpi(MPI_Reduce_scatter_block(in.data, out.data, out.count, out.type, mop, comm), call,
+            "MPI_Reduce_scatter_block");
+  if (scratch.defined()) output.copy_(scratch);
+}
+
 sdk::Status MpiCommunicator::allgather(const torch::Tensor& input, torch::Tensor& output) noexcept {
   return counted([&] {
-    const Buffer in = buffer_of(input, "allgather", "input");
+    buffer_of(input, "allgather", "input");
     const Buffer out = buffer_of(output, "allgather", "output");
     mpi::check_allgather_shapes(input, output, size_, "allgather");
-    // An input that is this rank's own slot of the output (the usual ZeRO layout) is MPI_IN_PLACE;
-    // any other overlap would be undefined in MPI, so that input is copied first.
-    const void* send = in.data;
-    torch::Tensor copy;
-    if (in.count > 0 && in.data == static_cast<char*>(out.data) + static_cast<std::uint64_t>(rank_) * in.bytes) {
-      send = MPI_IN_PLACE;
-    } else if (overlap(input, output)) {
-      copy = input.clone();
-      send = copy.data_ptr();
-    }
     const auto recorded = record(shape(CommOp::Allgather, input));
-    int rc;
-    {
-      const CollectiveTimeout::Scope watch(timeout_, describe("allgather", input) + " per rank" + where());
-      rc = MPI_Allgather(send, in.count, in.type, out.data, in.count, out.type, comm_);
-    }
-    check_mpi(rc, "allgather", "MPI_Allgather");
+    const CollectiveTimeout::Scope watch(timeout_, describe("allgather", input) + " per rank" + where());
+    native_allgather(comm_, input, output, "allgather");
     return scatter_gather_traffic(out.bytes, size_);
   });
 }
@@ -241,23 +260,12 @@ sdk::Status MpiCommunicator::reduce_scatter(const torch::Tensor& input, torch::T
                                             sdk::ReduceOp op) noexcept {
   return counted([&] {
     const Buffer in = buffer_of(input, "reduce_scatter", "input");
-    Buffer out = buffer_of(output, "reduce_scatter", "output");
+    buffer_of(output, "reduce_scatter", "output");
     mpi::check_reduce_scatter_shapes(input, output, size_, "reduce_scatter");
-    const MPI_Op mop = mpi::reduce_op(input.scalar_type(), op);
-    // MPI forbids overlapping buffers here: reduce into a scratch output and copy.
-    torch::Tensor scratch;
-    if (overlap(input, output)) {
-      scratch = torch::empty_like(output);
-      out.data = scratch.data_ptr();
-    }
+    mpi::reduce_op(input.scalar_type(), op);  // an unknown op fails before the call is recorded
     const auto recorded = record(shape(CommOp::ReduceScatter, input, static_cast<int>(op)));
-    int rc;
-    {
-      const CollectiveTimeout::Scope watch(timeout_, describe("reduce_scatter", input) + where());
-      rc = MPI_Reduce_scatter_block(in.data, out.data, out.count, out.type, mop, comm_);
-    }
-    check_mpi(rc, "reduce_scatter", "MPI_Reduce_scatter_block");
-    if (scratch.defined()) output.copy_(scratch);
+    const CollectiveTimeout::Scope watch(timeout_, describe("reduce_scatter", input) + where());
+    native_reduce_scatter(comm_, input, output, op, "reduce_scatter");
     return scatter_gather_traffic(in.bytes, size_);
   });
 }

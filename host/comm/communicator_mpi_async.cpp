@@ -1,6 +1,6 @@
-// The MPI backend's asynchronous collectives. Each runs on the communicator's worker thread
-// (comm/async_worker.hpp), on a communicator of its own (async_comm_), in the order the caller issued
-// them; a blocking MPI call there progresses by itself while the caller computes, which MPI_Iallreduce
+// The MPI backend's asynchronous collectives (allreduce, reduce_scatter, allgather). Each runs on the
+// communicator's worker thread (comm/async_worker.hpp), on a communicator of its own (async_comm_), in
+// the order the caller issued them; a blocking MPI call there progresses by itself while the caller computes, which MPI_Iallreduce
 // in Open MPI does not (it moves only while the caller is inside MPI).
 //
 // Counting: bytes, S and the call when the operation starts; busy time while it runs on the worker
@@ -8,6 +8,7 @@
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_reduce_ops.hpp"
+#include "comm/mpi_ring_transport.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -62,51 +63,121 @@ class MpiRequest final : public sdk::Request {
   sdk::Status result_;
 };
 
+void MpiCommunicator::enqueue_async(const CallShape& issued, std::function<void()> body, const std::string& what,
+                                    std::unique_ptr<sdk::Request>* request) {
+  // Issued now, in the caller's order (and checked against the other ranks here when asked); running
+  // and done as the worker runs it.
+  const std::uint64_t id = forensics_.recorder().issue(issued, false);
+  try {
+    check_same_call(issued, forensics_.recorder().seq_of(id));
+  } catch (...) {
+    forensics_.recorder().finish(id, false);
+    throw;
+  }
+  auto recorded = [this, id, body = std::move(body)] {
+    forensics_.recorder().start(id);
+    sdk::Status status = sdk::guard(body);
+    forensics_.recorder().finish(id, status.ok);
+    return status;
+  };
+  auto job = worker_.submit(std::move(recorded), [this](double busy) { add({}, busy, 0.0, 0); });
+  *request = std::make_unique<MpiRequest>(*this, std::move(job), what);
+}
+
+namespace {
+
+std::string async_name(sdk::Algorithm algorithm, const char* op) {
+  switch (algorithm) {
+    case sdk::Algorithm::Native: return std::string(op) + "_async";
+    case sdk::Algorithm::Ring: return "ring " + std::string(op) + "_async";
+    case sdk::Algorithm::Hierarchical: return "hierarchical " + std::string(op) + "_async";
+  }
+  throw std::invalid_argument(std::string(op) + "_async: unknown algorithm " +
+                              std::to_string(static_cast<std::uint32_t>(algorithm)));
+}
+
+}  // namespace
+
 sdk::Status MpiCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op,
                                                 std::unique_ptr<sdk::Request>* request) noexcept {
-  const bool hierarchical = algorithm == sdk::Algorithm::Hierarchical;
-  const bool ring = algorithm == sdk::Algorithm::Ring || hierarchical;
-  const std::string call = hierarchical ? "hierarchical allreduce_async" : ring ? "ring allreduce_async" : "allreduce_async";
   return counted([&] {
+    const std::string call = async_name(algorithm, "allreduce");
     if (request == nullptr) throw std::invalid_argument(call + ": request is null");
-    if (!ring && algorithm != sdk::Algorithm::Native)
-      throw std::invalid_argument(call + ": unknown algorithm " + std::to_string(static_cast<std::uint32_t>(algorithm)));
+    const bool hierarchical = algorithm == sdk::Algorithm::Hierarchical;
+    const bool ring = algorithm == sdk::Algorithm::Ring || hierarchical;
     const mpi::Buffer b = mpi::buffer_of(tensor, call, "the");
     const MPI_Op mop = mpi::reduce_op(tensor.scalar_type(), op);  // also rejects an unknown op, before queueing
-    std::function<sdk::Status()> body;
+    std::function<void()> body;
     if (hierarchical) {
       body = [this, held = tensor, op, call]() mutable {
-        return sdk::guard([&] { hierarchical_allreduce(*async_split_, async_comm_, held, op, call); });
+        hierarchical_allreduce(*async_split_, async_comm_, held, op, call);
       };
     } else if (ring) {
-      body = [this, held = tensor, op, call]() mutable {
-        return sdk::guard([&] { ring_allreduce(async_comm_, held, op, call); });
-      };
+      body = [this, held = tensor, op, call]() mutable { ring_allreduce(async_comm_, held, op, call); };
     } else {
       body = [this, held = tensor, b, mop, call] {
-        return sdk::guard(
-            [&] { mpi::check_mpi(MPI_Allreduce(MPI_IN_PLACE, b.data, b.count, b.type, mop, async_comm_), call, "MPI_Allreduce"); });
+        mpi::check_mpi(MPI_Allreduce(MPI_IN_PLACE, b.data, b.count, b.type, mop, async_comm_), call, "MPI_Allreduce");
       };
     }
-    // Issued now, in the caller's order (and checked against the other ranks here when asked); running
-    // and done as the worker runs it.
-    const CallShape issued = shape(CommOp::AllreduceAsync, tensor, static_cast<int>(op), -1, ring);
-    const std::uint64_t id = forensics_.recorder().issue(issued, false);
-    try {
-      check_same_call(issued, forensics_.recorder().seq_of(id));
-    } catch (...) {
-      forensics_.recorder().finish(id, false);
-      throw;
-    }
-    auto recorded = [this, id, body = std::move(body)] {
-      forensics_.recorder().start(id);
-      sdk::Status status = body();
-      forensics_.recorder().finish(id, status.ok);
-      return status;
-    };
-    auto job = worker_.submit(std::move(recorded), [this](double busy) { add({}, busy, 0.0, 0); });
-    *request = std::make_unique<MpiRequest>(*this, std::move(job), mpi::describe(call, tensor));
+    enqueue_async(shape(CommOp::AllreduceAsync, tensor, static_cast<int>(op), -1, ring), std::move(body),
+                  mpi::describe(call, tensor), request);
     return allreduce_traffic(b.bytes, size_);
+  });
+}
+
+// Hierarchical runs reduce_scatter and allgather as the ring, as the blocking calls do.
+sdk::Status MpiCommunicator::reduce_scatter_async_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                                                     torch::Tensor& output, sdk::ReduceOp op,
+                                                     std::unique_ptr<sdk::Request>* request) noexcept {
+  return counted([&] {
+    const std::string call = async_name(algorithm, "reduce_scatter");
+    if (request == nullptr) throw std::invalid_argument(call + ": request is null");
+    const bool ring = algorithm != sdk::Algorithm::Native;
+    const mpi::Buffer in = mpi::buffer_of(input, call, "input");
+    mpi::buffer_of(output, call, "output");
+    mpi::check_reduce_scatter_shapes(input, output, size_, call);
+    mpi::reduce_op(input.scalar_type(), op);  // rejects an unknown op before queueing
+    std::function<void()> body;
+    if (ring) {
+      body = [this, in_held = input, out_held = output, op, call]() mutable {
+        mpi::RingTransport transport(async_comm_, rank_, size_, call);
+        ring::reduce_scatter(transport, in_held, out_held, op, ring_tuning_);
+      };
+    } else {
+      body = [this, in_held = input, out_held = output, op, call]() mutable {
+        native_reduce_scatter(async_comm_, in_held, out_held, op, call);
+      };
+    }
+    enqueue_async(shape(CommOp::ReduceScatterAsync, input, static_cast<int>(op), -1, ring), std::move(body),
+                  mpi::describe(call, input), request);
+    return scatter_gather_traffic(in.bytes, size_);
+  });
+}
+
+sdk::Status MpiCommunicator::allgather_async_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                                                torch::Tensor& output,
+                                                std::unique_ptr<sdk::Request>* request) noexcept {
+  return counted([&] {
+    const std::string call = async_name(algorithm, "allgather");
+    if (request == nullptr) throw std::invalid_argument(call + ": request is null");
+    const bool ring = algorithm != sdk::Algorithm::Native;
+    mpi::buffer_of(input, call, "input");
+    const mpi::Buffer out = mpi::buffer_of(output, call, "output");
+    mpi::check_allgather_shapes(input, output, size_, call);
+    std::function<void()> body;
+    if (ring) {
+      body = [this, in_held = input, out_held = output, call]() mutable {
+        mpi::RingTransport transport(async_comm_, rank_, size_, call);
+        ring::allgather(transport, in_held, out_held, ring_tuning_);
+      };
+    } else {
+      body = [this, in_held = input, out_held = output, call]() mutable {
+        native_allgather(async_comm_, in_held, out_held, call);
+      };
+    }
+    enqueue_async(shape(CommOp::AllgatherAsync, input, -1, -1, ring), std::move(body),
+                  mpi::describe(call, input) + " per rank", request);
+    return scatter_gather_traffic(out.bytes, size_);
   });
 }
 

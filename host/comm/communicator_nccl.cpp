@@ -7,7 +7,7 @@
 // Timing. NCCL calls only enqueue work on a stream; a blocking call here first waits for the work
 // already queued on the caller's stream (the step's compute, which must not be charged to
 // communication), then enqueues the collective and waits for it, so `seconds` is the collective's own
-// wall time, as with MPI. allreduce_async enqueues on a dedicated stream and returns; its busy time is
+// wall time, as with MPI. The _async calls enqueue on a dedicated stream and returns; its busy time is
 // the GPU time between events around the collective, its blocked time is what wait() spends.
 //
 // Waiting polls the stream's event and ncclCommGetAsyncError, so a failure on another rank (a broken
@@ -17,8 +17,8 @@
 
 #include "comm/byte_counting.hpp"
 #include "comm/collective_timeout.hpp"
-#include "comm/dtype_name.hpp"
 #include "comm/mpi_runtime.hpp"
+#include "comm/nccl_buffer.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -44,6 +44,10 @@
 namespace gradsweep::host {
 namespace {
 
+using nccl::describe;
+using nccl::device_buffer;
+using nccl::DeviceBuffer;
+using nccl::nccl_op;
 using Clock = std::chrono::steady_clock;
 
 // A rank that waits this long inside one call is taken to be hung (GRADSWEEP_COMM_TIMEOUT overrides).
@@ -62,42 +66,6 @@ std::string launcher_rank_suffix() {
   return "";
 }
 
-// ---- tensors as NCCL buffers -----------------------------------------------------------------------
-
-std::optional<ncclDataType_t> nccl_type(torch::ScalarType t) {
-  switch (t) {
-    case torch::kFloat: return ncclFloat32;
-    case torch::kDouble: return ncclFloat64;
-    case torch::kBFloat16: return ncclBfloat16;
-    case torch::kHalf: return ncclFloat16;
-    case torch::kInt: return ncclInt32;
-    case torch::kLong: return ncclInt64;
-    case torch::kByte: return ncclUint8;
-    default: return std::nullopt;
-  }
-}
-
-ncclRedOp_t nccl_op(sdk::ReduceOp op) {
-  switch (op) {
-    case sdk::ReduceOp::Sum: return ncclSum;
-    case sdk::ReduceOp::Max: return ncclMax;
-    case sdk::ReduceOp::Min: return ncclMin;
-  }
-  throw std::invalid_argument("unknown ReduceOp " + std::to_string(static_cast<unsigned>(op)));
-}
-
-std::string describe(const std::string& call, const torch::Tensor& t) {
-  return call + " of " + std::to_string(t.numel()) + " " + dtype_name(t.scalar_type()) + " (" +
-         std::to_string(t.numel() * t.element_size()) + " bytes)";
-}
-
-bool overlap(const torch::Tensor& a, const torch::Tensor& b) {
-  if (a.numel() == 0 || b.numel() == 0) return false;
-  const auto* a0 = static_cast<const char*>(a.data_ptr());
-  const auto* b0 = static_cast<const char*>(b.data_ptr());
-  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
-}
-
 // The stream the caller's GPU work runs on: LibTorch's current stream when LibTorch has CUDA (so a
 // collective follows the backward pass that produced its gradients without a device-wide sync), else
 // the legacy default stream.
@@ -108,46 +76,6 @@ cudaStream_t caller_stream(int device) {
   (void)device;
   return cudaStreamLegacy;
 #endif
-}
-
-// A tensor as NCCL sees it. A CUDA tensor on this rank's GPU is used in place; a CPU tensor (the
-// trainer's scalar reductions, a strategy's small bookkeeping) is staged through the GPU and copied
-// back by finish(). Staging costs two copies: strategies should hand CUDA tensors.
-struct DeviceBuffer {
-  torch::Tensor user;    // what the caller passed
-  torch::Tensor device;  // what NCCL reads and writes: `user` itself unless staged
-  ncclDataType_t type;
-  std::size_t count;
-  std::uint64_t bytes;
-  bool staged() const { return !user.is_same(device); }
-  void* data() const { return count == 0 ? nullptr : device.data_ptr(); }
-  // Copies a staged result back to the caller's tensor.
-  void finish() {
-    if (staged()) user.copy_(device);
-  }
-};
-
-DeviceBuffer device_buffer(const torch::Tensor& t, int gpu, const std::string& call, const char* role) {
-  const std::string who = call + ": " + role + " tensor";
-  if (!t.defined()) throw std::invalid_argument(who + " is undefined");
-  if (!t.is_contiguous())
-    throw std::invalid_argument(who + " is not contiguous (sizes " + c10::str(t.sizes()) + ", strides " +
-                                c10::str(t.strides()) + "); pass .contiguous() or a flat buffer");
-  const std::optional<ncclDataType_t> type = nccl_type(t.scalar_type());
-  if (!type)
-    throw std::invalid_argument(who + " has dtype " + std::string(dtype_name(t.scalar_type())) +
-                                "; the NCCL backend supports float32, float64, bfloat16, float16, int32, int64, uint8");
-  const auto bytes = static_cast<std::uint64_t>(t.numel()) * t.element_size();
-  const auto count = static_cast<std::size_t>(t.numel());
-  if (t.device().is_cuda()) {
-    if (t.device().index() != gpu)
-      throw std::invalid_argument(who + " is on " + t.device().str() + " but this rank's NCCL communicator is on cuda:" +
-                                  std::to_string(gpu));
-    return {t, t, *type, count, bytes};
-  }
-  if (!t.device().is_cpu())
-    throw std::invalid_argument(who + " is on " + t.device().str() + "; the NCCL backend takes CUDA (or CPU) tensors");
-  return {t, t.to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu))), *type, count, bytes};
 }
 
 // ---- the communicator ------------------------------------------------------------------------------
@@ -173,6 +101,10 @@ class NcclCommunicator final : public HostCommunicator {
   sdk::Status recv(torch::Tensor& tensor, int src, int tag) noexcept override;
   sdk::Status barrier() noexcept override;
   sdk::Status allreduce_async(torch::Tensor& tensor, sdk::ReduceOp op,
+                              std::unique_ptr<sdk::Request>* request) noexcept override;
+  sdk::Status reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op,
+                                   std::unique_ptr<sdk::Request>* request) noexcept override;
+  sdk::Status allgather_async(const torch::Tensor& input, torch::Tensor& output,
                               std::unique_ptr<sdk::Request>* request) noexcept override;
   sdk::Status with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept override {
     // On one rank every algorithm is the identity (as on the local backend).
@@ -222,6 +154,27 @@ class NcclCommunicator final : public HostCommunicator {
     return status;
   }
 
+  // An async call's argument checks (`check` throws): a failure counts as one call with no bytes.
+  template <class Check>
+  sdk::Status checked_async(const char* call, std::unique_ptr<sdk::Request>* request, Check&& check) noexcept {
+    const auto t0 = Clock::now();
+    sdk::Status status = sdk::guard([&] {
+      if (request == nullptr) throw std::invalid_argument(std::string(call) + ": request is null");
+      check();
+    });
+    if (!status.ok) {
+      CommStats delta;
+      delta.calls = 1;
+      delta.seconds = delta.blocked_seconds = seconds_since(t0);
+      add_stats(delta);
+    }
+    return status;
+  }
+  // Enqueues one async NCCL call (enqueue(stream, traffic) returns its ncclResult_t and sets what it
+  // moves) and hands the caller a request that finishes `result` and holds `held` until done.
+  template <class Enqueue>
+  sdk::Status enqueue_async(const std::string& what, const char* function, DeviceBuffer result, torch::Tensor held,
+                            std::unique_ptr<sdk::Request>* request, Enqueue&& enqueue) noexcept;
   // Enqueues one NCCL call on the caller's stream after that stream's pending work, and waits for it.
   // Returns the seconds between enqueueing and completion.
   template <class Enqueue>
@@ -249,11 +202,18 @@ class NcclCommunicator final : public HostCommunicator {
   std::set<NcclRequest*> requests_;  // un-waited async calls, completed before the communicator goes
 };
 
-// An ncclAllReduce in flight on the async stream. Holds the tensors so their memory outlives it.
+// An async NCCL call in flight on the async stream. Holds the tensors so their memory outlives it:
+// `buffer` is the result (copied back by wait() when staged), `held` the input when it is another tensor.
 class NcclRequest final : public sdk::Request {
  public:
-  NcclRequest(NcclCommunicator& owner, DeviceBuffer buffer, cudaEvent_t started, cudaEvent_t done, std::string what)
-      : owner_(&owner), buffer_(std::move(buffer)), started_(started), done_event_(done), what_(std::move(what)) {
+  NcclRequest(NcclCommunicator& owner, DeviceBuffer buffer, torch::Tensor held, cudaEvent_t started, cudaEvent_t done,
+              std::string what)
+      : owner_(&owner),
+        buffer_(std::move(buffer)),
+        held_(std::move(held)),
+        started_(started),
+        done_event_(done),
+        what_(std::move(what)) {
     const std::lock_guard<std::mutex> lock(owner.requests_mutex_);
     owner.requests_.insert(this);
   }
@@ -283,6 +243,7 @@ class NcclRequest final : public sdk::Request {
     });
     done_ = true;
     buffer_ = DeviceBuffer{};
+    held_ = torch::Tensor();
     CommStats delta;
     delta.blocked_seconds = seconds_since(t0);
     delta.seconds = busy;
@@ -299,6 +260,7 @@ class NcclRequest final : public sdk::Request {
  private:
   NcclCommunicator* owner_;
   DeviceBuffer buffer_;
+  torch::Tensor held_;
   cudaEvent_t started_, done_event_;
   std::string what_;
   bool done_ = false;
@@ -453,17 +415,7 @@ sdk::Status NcclCommunicator::allgather(const torch::Tensor& input, torch::Tenso
   return counted([&] {
     DeviceBuffer in = device_buffer(input, device_, "allgather", "input");
     DeviceBuffer out = device_buffer(output, device_, "allgather", "output");
-    if (input.scalar_type() != output.scalar_type())
-      throw std::invalid_argument(std::string("allgather: input is ") + dtype_name(input.scalar_type()) +
-                                  " but output is " + dtype_name(output.scalar_type()));
-    if (output.numel() != input.numel() * size_)
-      throw std::invalid_argument("allgather: output has " + std::to_string(output.numel()) +
-                                  " elements; expected size() x input = " + std::to_string(size_) + " x " +
-                                  std::to_string(input.numel()));
-    // NCCL allows the input to be this rank's own slot of the output; any other overlap is copied first.
-    const bool own_slot = in.count > 0 && !in.staged() && !out.staged() &&
-                          in.data() == static_cast<char*>(out.data()) + static_cast<std::uint64_t>(rank_) * in.bytes;
-    if (!own_slot && !in.staged() && !out.staged() && overlap(input, output)) in.device = input.clone();
+    nccl::prepare_allgather(in, out, rank_, size_, "allgather");
     const double s = run_blocking(describe("allgather", input) + " per rank", "ncclAllGather", [&](cudaStream_t stream) {
       return ncclAllGather(in.data(), out.data(), in.count, in.type, comm_, stream);
     });
@@ -477,23 +429,12 @@ sdk::Status NcclCommunicator::reduce_scatter(const torch::Tensor& input, torch::
   return counted([&] {
     DeviceBuffer in = device_buffer(input, device_, "reduce_scatter", "input");
     DeviceBuffer out = device_buffer(output, device_, "reduce_scatter", "output");
-    if (input.scalar_type() != output.scalar_type())
-      throw std::invalid_argument(std::string("reduce_scatter: input is ") + dtype_name(input.scalar_type()) +
-                                  " but output is " + dtype_name(output.scalar_type()));
-    if (input.numel() != output.numel() * size_)
-      throw std::invalid_argument("reduce_scatter: input has " + std::to_string(input.numel()) +
-                                  " elements; expected size() x output = " + std::to_string(size_) + " x " +
-                                  std::to_string(output.numel()));
+    nccl::prepare_reduce_scatter(in, out, rank_, size_, "reduce_scatter");
     const ncclRedOp_t nop = nccl_op(op);
-    // NCCL allows the output to be this rank's slot of the input; any other overlap reduces into scratch.
-    const bool own_slot = out.count > 0 && !in.staged() && !out.staged() &&
-                          out.data() == static_cast<char*>(in.data()) + static_cast<std::uint64_t>(rank_) * out.bytes;
-    const bool scratch = !own_slot && !in.staged() && !out.staged() && overlap(input, output);
-    if (scratch) out.device = torch::empty_like(output);
     const double s = run_blocking(describe("reduce_scatter", input), "ncclReduceScatter", [&](cudaStream_t stream) {
       return ncclReduceScatter(in.data(), out.data(), out.count, out.type, nop, comm_, stream);
     });
-    out.finish();  // also copies the scratch result into the caller's output
+    out.finish();  // also copies a scratch result into the caller's output
     return Outcome{scatter_gather_traffic(in.bytes, size_), s};
   });
 }
@@ -539,18 +480,16 @@ sdk::Status NcclCommunicator::barrier() noexcept {
   });
 }
 
-// Enqueued on the async stream after an event on the caller's stream, so it starts once the gradients
-// it reduces are computed and runs beside whatever the caller queues next. Bytes count at the start;
+// Enqueued on the async stream after an event on the caller's stream, so it starts once the tensors
+// it reads are computed and runs beside whatever the caller queues next. Bytes count at the start;
 // the time inside this call is blocked time; its busy time is added by wait().
-sdk::Status NcclCommunicator::allreduce_async(torch::Tensor& tensor, sdk::ReduceOp op,
-                                              std::unique_ptr<sdk::Request>* request) noexcept {
+template <class Enqueue>
+sdk::Status NcclCommunicator::enqueue_async(const std::string& what, const char* function, DeviceBuffer result,
+                                            torch::Tensor held, std::unique_ptr<sdk::Request>* request,
+                                            Enqueue&& enqueue) noexcept {
   const auto t0 = Clock::now();
   std::optional<Traffic> traffic;
   sdk::Status status = sdk::guard([&] {
-    if (request == nullptr) throw std::invalid_argument("allreduce_async: request is null");
-    DeviceBuffer b = device_buffer(tensor, device_, "allreduce_async", "the");
-    const ncclRedOp_t nop = nccl_op(op);
-    const std::string what = describe("allreduce_async", tensor);
     const std::lock_guard<std::mutex> lock(issue_mutex_);
     check_cuda(cudaSetDevice(device_), what, "cudaSetDevice");
     cudaEvent_t ready = nullptr, started = nullptr, done = nullptr;
@@ -558,14 +497,16 @@ sdk::Status NcclCommunicator::allreduce_async(torch::Tensor& tensor, sdk::Reduce
     const auto destroy_ready = std::unique_ptr<CUevent_st, decltype(&cudaEventDestroy)>(ready, &cudaEventDestroy);
     check_cuda(cudaEventCreate(&started), what, "cudaEventCreate");
     check_cuda(cudaEventCreate(&done), what, "cudaEventCreate");
-    auto pending = std::make_unique<NcclRequest>(*this, b, started, done, what);  // owns the events from here
+    // The request owns the events from here.
+    auto pending = std::make_unique<NcclRequest>(*this, result, std::move(held), started, done, what);
     check_cuda(cudaEventRecord(ready, caller_stream(device_)), what, "cudaEventRecord");
     check_cuda(cudaStreamWaitEvent(async_stream_, ready, 0), what, "cudaStreamWaitEvent");
     check_cuda(cudaEventRecord(started, async_stream_), what, "cudaEventRecord");
-    check_nccl(ncclAllReduce(b.data(), b.data(), b.count, b.type, nop, comm_, async_stream_), what, "ncclAllReduce");
+    Traffic moved;
+    check_nccl(enqueue(async_stream_, moved), what, function);
     check_cuda(cudaEventRecord(done, async_stream_), what, "cudaEventRecord");
     *request = std::move(pending);
-    traffic = allreduce_traffic(b.bytes, size_);
+    traffic = moved;
   });
   CommStats delta;
   delta.calls = 1;
@@ -577,6 +518,57 @@ sdk::Status NcclCommunicator::allreduce_async(torch::Tensor& tensor, sdk::Reduce
   }
   add_stats(delta);
   return status;
+}
+
+// Arguments are checked before anything is enqueued; a failure there is counted as a call with no bytes.
+sdk::Status NcclCommunicator::allreduce_async(torch::Tensor& tensor, sdk::ReduceOp op,
+                                              std::unique_ptr<sdk::Request>* request) noexcept {
+  std::optional<DeviceBuffer> b;
+  ncclRedOp_t nop{};
+  const sdk::Status checked = checked_async("allreduce_async", request, [&] {
+    b = device_buffer(tensor, device_, "allreduce_async", "the");
+    nop = nccl_op(op);
+  });
+  if (!checked.ok) return checked;
+  return enqueue_async(describe("allreduce_async", tensor), "ncclAllReduce", *b, {}, request,
+                       [&](cudaStream_t stream, Traffic& moved) {
+                         moved = allreduce_traffic(b->bytes, size_);
+                         return ncclAllReduce(b->data(), b->data(), b->count, b->type, nop, comm_, stream);
+                       });
+}
+
+sdk::Status NcclCommunicator::reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op,
+                                                   std::unique_ptr<sdk::Request>* request) noexcept {
+  std::optional<DeviceBuffer> in, out;
+  ncclRedOp_t nop{};
+  const sdk::Status checked = checked_async("reduce_scatter_async", request, [&] {
+    in = device_buffer(input, device_, "reduce_scatter_async", "input");
+    out = device_buffer(output, device_, "reduce_scatter_async", "output");
+    nccl::prepare_reduce_scatter(*in, *out, rank_, size_, "reduce_scatter_async");
+    nop = nccl_op(op);
+  });
+  if (!checked.ok) return checked;
+  return enqueue_async(describe("reduce_scatter_async", input), "ncclReduceScatter", *out, in->device, request,
+                       [&](cudaStream_t stream, Traffic& moved) {
+                         moved = scatter_gather_traffic(in->bytes, size_);
+                         return ncclReduceScatter(in->data(), out->data(), out->count, out->type, nop, comm_, stream);
+                       });
+}
+
+sdk::Status NcclCommunicator::allgather_async(const torch::Tensor& input, torch::Tensor& output,
+                                              std::unique_ptr<sdk::Request>* request) noexcept {
+  std::optional<DeviceBuffer> in, out;
+  const sdk::Status checked = checked_async("allgather_async", request, [&] {
+    in = device_buffer(input, device_, "allgather_async", "input");
+    out = device_buffer(output, device_, "allgather_async", "output");
+    nccl::prepare_allgather(*in, *out, rank_, size_, "allgather_async");
+  });
+  if (!checked.ok) return checked;
+  return enqueue_async(describe("allgather_async", input) + " per rank", "ncclAllGather", *out, in->device, request,
+                       [&](cudaStream_t stream, Traffic& moved) {
+                         moved = scatter_gather_traffic(out->bytes, size_);
+                         return ncclAllGather(in->data(), out->data(), in->count, in->type, comm_, stream);
+                       });
 }
 
 }  // namespace

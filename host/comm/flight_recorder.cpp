@@ -21,6 +21,8 @@ const char* to_string(CommOp op) {
     case CommOp::Send: return "send";
     case CommOp::Recv: return "recv";
     case CommOp::RecvAny: return "recv_any";
+    case CommOp::ReduceScatterAsync: return "reduce_scatter_async";
+    case CommOp::AllgatherAsync: return "allgather_async";
   }
   return "?";
 }

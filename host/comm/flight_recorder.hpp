@@ -14,7 +14,10 @@ namespace gradsweep::host {
 
 // The calls recorded. Collectives share one sequence (1, 2, ...), numbered in the order this rank issued
 // them, which is the order every rank must issue them in; point-to-point calls have their own.
-enum class CommOp : std::uint8_t { Allreduce, Broadcast, Allgather, ReduceScatter, Barrier, AllreduceAsync, Send, Recv, RecvAny };
+enum class CommOp : std::uint8_t {
+  Allreduce, Broadcast, Allgather, ReduceScatter, Barrier, AllreduceAsync, Send, Recv, RecvAny,
+  ReduceScatterAsync, AllgatherAsync
+};
 const char* to_string(CommOp op);
 bool is_collective(CommOp op);
 

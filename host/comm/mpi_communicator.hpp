@@ -19,6 +19,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,6 +57,14 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
                               std::unique_ptr<sdk::Request>* request) noexcept override {
     return allreduce_async_by(sdk::Algorithm::Native, tensor, op, request);
   }
+  sdk::Status reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op,
+                                   std::unique_ptr<sdk::Request>* request) noexcept override {
+    return reduce_scatter_async_by(sdk::Algorithm::Native, input, output, op, request);
+  }
+  sdk::Status allgather_async(const torch::Tensor& input, torch::Tensor& output,
+                              std::unique_ptr<sdk::Request>* request) noexcept override {
+    return allgather_async_by(sdk::Algorithm::Native, input, output, request);
+  }
   sdk::Status with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept override;
 
   // AlgorithmCalls: Native as above, Ring with comm/algorithms/ over MPI point-to-point.
@@ -66,6 +75,10 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
                            torch::Tensor& output) noexcept override;
   sdk::Status reduce_scatter_by(sdk::Algorithm algorithm, const torch::Tensor& input, torch::Tensor& output,
                                 sdk::ReduceOp op) noexcept override;
+  sdk::Status reduce_scatter_async_by(sdk::Algorithm algorithm, const torch::Tensor& input, torch::Tensor& output,
+                                      sdk::ReduceOp op, std::unique_ptr<sdk::Request>* request) noexcept override;
+  sdk::Status allgather_async_by(sdk::Algorithm algorithm, const torch::Tensor& input, torch::Tensor& output,
+                                 std::unique_ptr<sdk::Request>* request) noexcept override;
 
  private:
   friend class MpiRequest;
@@ -97,6 +110,14 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   FlightRecorder::Scope record(const CallShape& call);
   void check_same_call(const CallShape& call, std::uint64_t seq);
 
+  // The native calls' MPI part on `comm` (comm_ from calling threads, async_comm_ on the worker).
+  void native_allgather(MPI_Comm comm, const torch::Tensor& input, torch::Tensor& output, const std::string& call);
+  void native_reduce_scatter(MPI_Comm comm, const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op,
+                             const std::string& call);
+  // Queues `body` on the worker as the call `issued` (flight recorder, collective check) and hands the
+  // caller its request.
+  void enqueue_async(const CallShape& issued, std::function<void()> body, const std::string& what,
+                     std::unique_ptr<sdk::Request>* request);
   // The ring versions, on `comm` (ring_comm_ from calling threads, async_comm_ on the worker).
   Traffic ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op, const std::string& call);
   // Hierarchical on `split` (split_ from calling threads, async_split_ on the worker); the flat ring on

@@ -114,6 +114,7 @@ int Checker::run_all() {
                 {"reduce_scatter", &Checker::reduce_scatter},
                 {"allreduce_async", &Checker::allreduce_async},
                 {"async_progress", &Checker::async_progress},
+                {"scatter_gather_async", &Checker::scatter_gather_async},
                 {"send_recv", &Checker::send_recv},
                 {"recv_any", &Checker::recv_any},
                 {"argument_errors", &Checker::argument_errors}});
@@ -135,7 +136,8 @@ int Checker::run_hierarchical() {
   run_sections({{"allreduce", &Checker::allreduce},
                 {"allgather", &Checker::allgather},
                 {"reduce_scatter", &Checker::reduce_scatter},
-                {"allreduce_async", &Checker::allreduce_async}});
+                {"allreduce_async", &Checker::allreduce_async},
+                {"scatter_gather_async", &Checker::scatter_gather_async}});
   return finish("hierarchical ");
 }
 

@@ -45,7 +45,8 @@ class Checker {
  public:
   explicit Checker(HostCommunicator& comm) : comm_(comm), n_(comm.size()), rank_(comm.rank()) {}
 
-  // Sections (one file each: check_collectives.cpp, check_async.cpp, check_point_to_point.cpp).
+  // Sections (one file each: check_collectives.cpp, check_async.cpp, check_async_scatter_gather.cpp,
+  // check_point_to_point.cpp).
   void identity();
   void algorithms();
   void allreduce();
@@ -54,6 +55,7 @@ class Checker {
   void reduce_scatter();
   void allreduce_async();
   void async_progress();
+  void scatter_gather_async();
   void send_recv();
   void recv_any();
   void argument_errors();
@@ -89,6 +91,9 @@ class Checker {
   void async_in_order(sdk::Algorithm a);
   void async_beside_blocking(sdk::Algorithm a);
   void async_progress_one(sdk::Algorithm a);
+  void reduce_scatter_async_one(sdk::Algorithm a, std::int64_t size, bool in_place);
+  void allgather_async_one(sdk::Algorithm a, std::int64_t size, bool in_place);
+  void scatter_gather_in_order(sdk::Algorithm a);
   void run_sections(const std::vector<std::pair<const char*, void (Checker::*)()>>& sections);
 
   HostCommunicator& comm_;

@@ -48,6 +48,10 @@ fs::path write_cell(const fs::path& dir, TinyModel model, const std::string& str
 
 }  // namespace
 
+fs::path tiny_cell(const fs::path& dir, TinyModel model, const std::string& strategy, int steps) {
+  return write_cell(dir, model, strategy, steps);
+}
+
 std::vector<double> TrainingRun::losses() const {
   std::vector<double> out;
   for (const auto& s : steps) out.push_back(s.at("loss").get<double>());

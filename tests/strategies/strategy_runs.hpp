@@ -30,6 +30,11 @@ struct TrainingRun {
 TrainingRun train_tiny(TinyModel model, int ranks, const std::string& strategy, const std::vector<std::string>& overrides = {},
                int steps = 20);
 
+// The experiment file train_tiny writes (cell.yaml in `dir`), for tests that launch `gradsweep train`
+// themselves (several runs into one output directory, extra command-line flags).
+std::filesystem::path tiny_cell(const std::filesystem::path& dir, TinyModel model, const std::string& strategy,
+                                int steps = 20);
+
 // `single` on one rank with `overrides`, trained once per test binary, model, steps and overrides.
 const TrainingRun& single_reference(TinyModel model, int steps = 20, const std::vector<std::string>& overrides = {});
 

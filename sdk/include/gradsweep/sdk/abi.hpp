@@ -26,7 +26,8 @@ inline constexpr std::uint32_t kAbiMajor = 1;
 // 1.3: Batch::sample_ids, ::step, ::seed; sample_dropout.hpp (keyed, split-independent dropout);
 //      Communicator::Algorithm::Hierarchical.
 // 1.4: model units: ModelAbi::units, ::set_unit_hooks and UnitHooks; StrategySetup::units;
-//      StrategyAbi::unit_event, ::hold_parameters (what `fsdp` gathers and frees around each unit).
+//      StrategyAbi::unit_event, ::hold_parameters (what `fsdp` gathers and frees around each unit);
+//      Communicator::reduce_scatter_async, ::allgather_async (what `zero2` overlaps with backward).
 inline constexpr std::uint32_t kAbiMinor = 4;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 

@@ -92,6 +92,15 @@ class Communicator {
   // tells which. The message must have exactly tensor's size.
   virtual Status recv_any(torch::Tensor& tensor, int tag, int* source) noexcept = 0;
 
+  // ---- ABI 1.4 ----
+  // reduce_scatter and allgather, started and returned at once like allreduce_async and queued with it:
+  // every async call of this communicator (and of its algorithm views) runs in issue order, on every rank
+  // alike. Both tensors are held until the call completes; neither may be touched before wait().
+  virtual Status reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output, ReduceOp op,
+                                      std::unique_ptr<Request>* request) noexcept = 0;
+  virtual Status allgather_async(const torch::Tensor& input, torch::Tensor& output,
+                                 std::unique_ptr<Request>* request) noexcept = 0;
+
  protected:
   ~Communicator() = default;
 };
@@ -110,6 +119,30 @@ namespace collective {
 inline void allreduce(Communicator& c, torch::Tensor& t, ReduceOp op = ReduceOp::Sum) { check(c.allreduce(t, op)); }
 inline void broadcast(Communicator& c, torch::Tensor& t, int root) { check(c.broadcast(t, root)); }
 inline void barrier(Communicator& c) { check(c.barrier()); }
+inline void reduce_scatter(Communicator& c, const torch::Tensor& in, torch::Tensor& out, ReduceOp op = ReduceOp::Sum) {
+  check(c.reduce_scatter(in, out, op));
+}
+inline void allgather(Communicator& c, const torch::Tensor& in, torch::Tensor& out) { check(c.allgather(in, out)); }
+inline std::unique_ptr<Request> allreduce_async(Communicator& c, torch::Tensor& t, ReduceOp op = ReduceOp::Sum) {
+  std::unique_ptr<Request> request;
+  check(c.allreduce_async(t, op, &request));
+  return request;
+}
+inline std::unique_ptr<Request> reduce_scatter_async(Communicator& c, const torch::Tensor& in, torch::Tensor& out,
+                                                     ReduceOp op = ReduceOp::Sum) {
+  std::unique_ptr<Request> request;
+  check(c.reduce_scatter_async(in, out, op, &request));
+  return request;
+}
+inline std::unique_ptr<Request> allgather_async(Communicator& c, const torch::Tensor& in, torch::Tensor& out) {
+  std::unique_ptr<Request> request;
+  check(c.allgather_async(in, out, &request));
+  return request;
+}
+inline void wait(std::unique_ptr<Request>& request) {
+  if (request) check(request->wait());
+  request.reset();
+}
 inline Communicator& with_algorithm(Communicator& c, Algorithm a) {
   Communicator* view = nullptr;
   check(c.with_algorithm(a, &view));
