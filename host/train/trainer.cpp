@@ -65,9 +65,10 @@ PlanVerdict check_strategy_fits_job(const PluginRecord& strategy, const CellConf
   facts.backend_features = comm.features();
   facts.device = config.device.c_str();
   const PlanVerdict verdict = check_strategy_plan(strategy, facts);
-  // A cell file has no launcher keys: the job's ranks are the strategy's to fit.
+  // A cell file has no launcher keys: the job's ranks are the strategy's to fit. One line (not a
+  // ConfigError's list), so that every rank's "[rank N] [error]" line carries the reason.
   const std::string key = verdict.about == "ranks" ? "strategy.name" : refusal_key(verdict, facts.nodes);
-  if (!verdict.refusal.empty()) throw ConfigError({config.file + ": " + key + ": " + verdict.refusal});
+  if (!verdict.refusal.empty()) throw std::runtime_error(config.file + ": " + key + ": " + verdict.refusal);
   return verdict;
 }
 
