@@ -70,6 +70,7 @@ class AlgorithmView final : public sdk::Communicator {
     return base_.recv_any(tensor, tag, source);
   }
   sdk::Status barrier() noexcept override { return base_.barrier(); }
+  sdk::CommFeatures features() const noexcept override { return base_.features(); }
   // A view of a view is a view of the backend.
   sdk::Status with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept override {
     return base_.with_algorithm(algorithm, view);

@@ -2,6 +2,7 @@
 // Counters follow the same rules as the MPI backend's (docs/communicators.md): at one rank nothing
 // is sent or received, but every call counts once, with its size S and its (tiny) time.
 #include "comm/host_communicator.hpp"
+#include "config/comm_choice.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -74,6 +75,7 @@ class LocalCommunicator final : public HostCommunicator {
   sdk::Status recv_any(torch::Tensor&, int, int*) noexcept override {
     return sdk::Status::Error("recv_any: a one-rank job has no peers");
   }
+  sdk::CommFeatures features() const noexcept override { return backend_features(CommBackend::Local, 1); }
 
  private:
   // One call: its time is both busy and blocked (nothing runs in the background here).

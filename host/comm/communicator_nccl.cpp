@@ -19,6 +19,7 @@
 #include "comm/collective_timeout.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "comm/nccl_buffer.hpp"
+#include "config/comm_choice.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -125,6 +126,8 @@ class NcclCommunicator final : public HostCommunicator {
         "recv_any: NCCL has no any-source receive, so a parameter server's inbox cannot run on the NCCL "
         "backend: asynchronous ps needs the MPI backend (runtime.comm: mpi)");
   }
+
+  sdk::CommFeatures features() const noexcept override { return backend_features(CommBackend::Nccl, size_); }
 
   std::string summary() const { return description_; }
 

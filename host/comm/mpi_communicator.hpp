@@ -12,6 +12,7 @@
 #include "comm/collective_timeout.hpp"
 #include "comm/flight_recorder.hpp"
 #include "comm/host_communicator.hpp"
+#include "config/comm_choice.hpp"
 #include "comm/mpi_node_split.hpp"
 
 #include <gradsweep/sdk/status.hpp>
@@ -66,6 +67,7 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
     return allgather_async_by(sdk::Algorithm::Native, input, output, request);
   }
   sdk::Status with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept override;
+  sdk::CommFeatures features() const noexcept override { return backend_features(CommBackend::Mpi, size_); }
 
   // AlgorithmCalls: Native as above, Ring with comm/algorithms/ over MPI point-to-point.
   sdk::Status allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;

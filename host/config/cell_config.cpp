@@ -162,7 +162,7 @@ CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
   for (const std::string section : {"model", "strategy"}) {
     const YAML::Node node = config.root[section];
     if (section == "strategy" && !node) {
-      config.strategy_name = "single";
+      config.strategy_name = kDefaultStrategy;
       continue;
     }
     if (!node || !node.IsMap() || !node["name"] || !node["name"].IsScalar()) {
@@ -235,9 +235,9 @@ CellConfig load_cell_config(const fs::path& file, const std::vector<std::string>
 }
 
 sdk::Options resolve_plugin_options(const CellConfig& config, const std::string& section,
-                                    const std::vector<sdk::OptionSpec>& specs) {
+                                    const std::vector<sdk::OptionSpec>& specs, const OptionChoices& choices) {
   Diagnostics diag(config.file);
-  sdk::Options options = resolve_options(config.root[section], section, specs, {"name"}, diag);
+  sdk::Options options = resolve_options(config.root[section], section, specs, choices, {"name"}, diag);
   diag.throw_if_any();
   return options;
 }

@@ -30,6 +30,9 @@
 
 namespace gradsweep::host {
 
+// The strategy of a cell without a strategy section: the one place the host names a plugin.
+inline constexpr const char* kDefaultStrategy = "single";
+
 struct TrainSettings {
   std::int64_t steps = 0;
   std::int64_t batch_size = 0;   // sequences per optimizer step, over all ranks
@@ -81,8 +84,8 @@ const std::map<std::string, std::vector<HostOption>>& host_options();
 // Refuses more LibTorch threads per rank than a small multiple of this machine's hardware threads.
 void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, const std::string& key, Diagnostics& diag);
 
-// Validates `root[section]` (minus "name") against a plugin's options.
+// Validates `root[section]` (minus "name") against a plugin's options and their declared choices.
 sdk::Options resolve_plugin_options(const CellConfig& config, const std::string& section,
-                                    const std::vector<sdk::OptionSpec>& specs);
+                                    const std::vector<sdk::OptionSpec>& specs, const OptionChoices& choices = {});
 
 }  // namespace gradsweep::host

@@ -17,6 +17,15 @@ const char* to_string(CommBackend backend) {
   return "?";
 }
 
+sdk::CommFeatures backend_features(CommBackend backend, int world) {
+  constexpr sdk::CommFeatures all =
+      sdk::kPointToPoint | sdk::kRecvAny | sdk::kRingAlgorithm | sdk::kHierarchicalAlgorithm | sdk::kAsyncCollectives;
+  if (backend != CommBackend::Nccl || world <= 1) return all;
+  // NCCL has no any-source receive, and gradsweep's ring and hierarchical allreduce run over MPI's
+  // point-to-point only (NCCL's own allreduce is already a ring).
+  return sdk::kPointToPoint | sdk::kAsyncCollectives;
+}
+
 CommDecision choose_comm(const CommRequest& request) {
   const bool from_env = !request.env_choice.empty() && request.env_choice != "auto";
   if (!request.env_choice.empty() && !is_comm_choice(request.env_choice))

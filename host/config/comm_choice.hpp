@@ -2,6 +2,8 @@
 // Which communicator backend a job gets: runtime.comm in the cell configuration, overridden by the
 // GRADSWEEP_COMM environment variable, resolved against the device, the build and the launcher. Kept
 // apart from creating the backend so that the rule can be tested on any machine.
+#include <gradsweep/sdk/capabilities.hpp>
+
 #include <string>
 
 namespace gradsweep::host {
@@ -33,5 +35,10 @@ struct CommDecision {
 // needs a build with NCCL and a CUDA device: both are errors here (std::runtime_error naming where the
 // choice came from and what to do), as is a GRADSWEEP_COMM value outside kCommChoices.
 CommDecision choose_comm(const CommRequest& request);
+
+// What a backend offers on `world` ranks (sdk::Communicator::features): what every communicator of that
+// backend answers, and what the planner tells a strategy's check_plan before the job exists. One rank
+// has no peers to address, so every algorithm is the identity there and nothing is refused.
+sdk::CommFeatures backend_features(CommBackend backend, int world);
 
 }  // namespace gradsweep::host

@@ -1,5 +1,6 @@
 #include "config/option_schema.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -153,6 +154,42 @@ sdk::Options resolve_options(const YAML::Node& section, const std::string& path,
       values[s.key] = *value;
   }
   return sdk::Options(std::move(values));
+}
+
+std::vector<std::string> split_choices(const std::string& choices) {
+  std::vector<std::string> out;
+  if (choices.empty()) return out;
+  for (std::string::size_type begin = 0;;) {
+    const auto bar = choices.find('|', begin);
+    out.push_back(choices.substr(begin, bar == std::string::npos ? std::string::npos : bar - begin));
+    if (bar == std::string::npos) return out;
+    begin = bar + 1;
+  }
+}
+
+void check_choices(const YAML::Node& section, const std::string& path, const std::vector<sdk::OptionSpec>& specs,
+                   const OptionChoices& choices, const sdk::Options& values, Diagnostics& diag) {
+  for (std::size_t i = 0; i < specs.size() && i < choices.size(); ++i) {
+    const sdk::OptionSpec& spec = specs[i];
+    if (choices[i].empty() || spec.type != sdk::OptionType::String || !values.has(spec.key)) continue;
+    const std::vector<std::string> allowed = split_choices(choices[i]);
+    const std::string& value = values.text(spec.key);
+    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) continue;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    const YAML::Node node = section && section.IsMap() ? section[spec.key] : YAML::Node();
+    const std::string full = path.empty() ? spec.key : path + "." + spec.key;
+    diag.error(node ? node : section, full,
+               "'" + value + "' is not one of " + list + (node ? "" : " (the plugin's default: a bug in the plugin)"));
+  }
+}
+
+sdk::Options resolve_options(const YAML::Node& section, const std::string& path,
+                             const std::vector<sdk::OptionSpec>& specs, const OptionChoices& choices,
+                             const std::set<std::string>& ignored, Diagnostics& diag) {
+  sdk::Options values = resolve_options(section, path, specs, ignored, diag);
+  check_choices(section, path, specs, choices, values, diag);
+  return values;
 }
 
 YAML::Node to_yaml(const sdk::Options& options) {

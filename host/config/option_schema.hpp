@@ -44,6 +44,18 @@ sdk::Options resolve_options(const YAML::Node& section, const std::string& path,
 void check_ranges(const YAML::Node& section, const std::string& path, const std::vector<HostOption>& options,
                   const sdk::Options& values, Diagnostics& diag);
 
+// A plugin's declared choices (sdk::OptionDecl), parallel to its specs: "ring|native|hierarchical", or ""
+// for any value. The one place where a value outside its key's choices is refused, with file:line:column,
+// the key, the value and the allowed list; plugins then need not check them by hand.
+using OptionChoices = std::vector<std::string>;
+sdk::Options resolve_options(const YAML::Node& section, const std::string& path,
+                             const std::vector<sdk::OptionSpec>& specs, const OptionChoices& choices,
+                             const std::set<std::string>& ignored, Diagnostics& diag);
+void check_choices(const YAML::Node& section, const std::string& path, const std::vector<sdk::OptionSpec>& specs,
+                   const OptionChoices& choices, const sdk::Options& values, Diagnostics& diag);
+// "ring|native" -> {"ring", "native"}.
+std::vector<std::string> split_choices(const std::string& choices);
+
 // Typed value -> YAML scalar, for writing the resolved configuration.
 YAML::Node to_yaml(const sdk::Options& options);
 

@@ -4,9 +4,11 @@
 #include "experiment/emulated_cell.hpp"
 #include "experiment/model_facts.hpp"
 #include "experiment/sweep_matrix.hpp"
+#include "experiment/sweep_plan_check.hpp"
 
 #include "config/cell_config.hpp"
 #include "config/option_schema.hpp"
+#include "plugins/plugin_declarations.hpp"
 #include "util/atomic_file.hpp"
 
 #include <algorithm>
@@ -112,10 +114,6 @@ std::string available(const host::PluginRegistry& registry, sdk::PluginKind kind
   return names.empty() ? "none" : names;
 }
 
-std::vector<OptionSpec> specs_of(const host::PluginRecord& record) {
-  return {record.descriptor->options, record.descriptor->options + record.descriptor->option_count};
-}
-
 std::string absolute_text(const fs::path& p) { return fs::absolute(p).lexically_normal().string(); }
 
 // The cell sections and the launcher of the experiment's tree, cloned: a cell to edit without parsing the
@@ -183,17 +181,21 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
   for (const auto& [section, kind] :
        {std::pair{std::string("model"), sdk::PluginKind::Model}, {std::string("strategy"), sdk::PluginKind::Strategy}}) {
     const YAML::Node name_node = find_path(cell_root, section + ".name");
-    const bool default_strategy = section == "strategy" && !cell_root["strategy"];  // single, as in train
+    const bool default_strategy = section == "strategy" && !cell_root["strategy"];  // as in train
     if (!default_strategy && (!name_node || !name_node.IsScalar())) continue;  // parse_cell_config says so
-    const std::string name = default_strategy ? "single" : name_node.Scalar();
+    const std::string name = default_strategy ? host::kDefaultStrategy : name_node.Scalar();
     const host::PluginRecord* record = registry.try_find(kind, name);
     if (record == nullptr) {
       plugin_diag.error(name_node, section + ".name",
                         "unknown " + section + " plugin '" + name + "'; available: " + available(registry, kind));
       continue;
     }
-    plugin_options[section] = host::resolve_options(cell_root[section], section, specs_of(*record), {"name"}, plugin_diag);
+    plugin_options[section] = host::resolve_options(cell_root[section], section, host::option_specs(*record),
+                                                    host::option_choices(*record), {"name"}, plugin_diag);
   }
+
+  // Plugins are asked about their options (model facts, plan checks) only when the options are valid.
+  const bool plugin_options_valid = plugin_diag.empty();
 
   // The host's sections, through the same loader as `gradsweep train`.
   std::optional<host::CellConfig> config;
@@ -222,18 +224,34 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
   const int nodes = static_cast<int>(launcher.integer("nodes"));
   const int per_node = static_cast<int>(launcher.integer("ranks_per_node"));
   const int world = nodes * per_node;
-  // Cells that cannot run, caught here rather than after minutes in a queue. `single` is the one
-  // strategy that refuses more than one rank; a strategy whose server only serves (server_computes:
-  // false) leaves one rank out of the batch split.
-  const YAML::Node ranks_node = node_for_key(root, nodes > 1 ? "launcher.nodes" : "launcher.ranks_per_node", false);
-  if (config->strategy_name == "single" && world > 1)
-    plugin_diag.error(ranks_node, nodes > 1 ? "launcher.nodes" : "launcher.ranks_per_node",
-                      "strategy single runs on one rank, but this cell has nodes x ranks_per_node = " +
-                          std::to_string(nodes) + " x " + std::to_string(per_node) + " = " + std::to_string(world));
-  const auto& strategy_options = plugin_options["strategy"];
-  const bool server_only = strategy_options.has("server_computes") && !strategy_options.flag("server_computes");
-  const int computing = std::max(1, world - (server_only ? 1 : 0));
   const auto& train = config->train;
+  // The model as its plugin resolves it (a preset's block size), not as the keys read.
+  std::optional<sdk::ModelInfo> model_info;
+  if (const host::PluginRecord* model = registry.try_find(sdk::PluginKind::Model, config->model_name);
+      model != nullptr && plugin_options.count("model") && plugin_options_valid) {
+    try {
+      model_info = model_facts.of(*model, plugin_options["model"]);
+      if (model_info->block_size > 0 && train.seq_len > model_info->block_size)
+        plugin_diag.error(node_for_key(cell_root, "train.seq_len", false), "train.seq_len",
+                          std::to_string(train.seq_len) + " is longer than the model's block size " +
+                              std::to_string(model_info->block_size) + " (" + config->model_name + " as configured)");
+    } catch (const std::exception& e) {
+      plugin_diag.error(node_for_key(cell_root, "model.name", false), "model", e.what());
+    }
+  }
+  // Cells that cannot run, caught here rather than after minutes in a queue: the strategy judges the cell
+  // by what its plugin declares, and says how many ranks the batch is split over.
+  int computing = std::max(1, world);
+  if (const host::PluginRecord* strategy = registry.try_find(sdk::PluginKind::Strategy, config->strategy_name);
+      strategy != nullptr && plugin_options.count("strategy") && plugin_options_valid && world >= 1) {
+    const host::PlanVerdict verdict = check_planned_strategy(*strategy, *config, nodes, per_node,
+                                                             plugin_options["strategy"], model_info ? &*model_info : nullptr);
+    if (!verdict.refusal.empty()) {
+      const std::string key = host::refusal_key(verdict, nodes);
+      plugin_diag.error(node_for_key(root, key, false), key, verdict.refusal);
+    }
+    computing = std::max(1, verdict.computing_ranks);
+  }
   if (world >= 1) {
     const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / computing;
     if (train.micro_batch == 0 && train.batch_size % computing != 0)
@@ -244,20 +262,6 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
       plugin_diag.error(node_for_key(cell_root, "train.micro_batch", false), "train.micro_batch",
                         "batch_size " + std::to_string(train.batch_size) + " is not a multiple of micro_batch x ranks = " +
                             std::to_string(micro) + " x " + std::to_string(computing));
-  }
-  // The model as its plugin resolves it (a preset's block size), not as the keys read.
-  if (const host::PluginRecord* model = registry.try_find(sdk::PluginKind::Model, config->model_name);
-      model != nullptr && plugin_options.count("model") && plugin_diag.empty()) {
-    const YAML::Node name_node = node_for_key(cell_root, "model.name", false);
-    try {
-      const sdk::ModelInfo& info = model_facts.of(*model, plugin_options["model"]);
-      if (info.block_size > 0 && train.seq_len > info.block_size)
-        plugin_diag.error(node_for_key(cell_root, "train.seq_len", false), "train.seq_len",
-                          std::to_string(train.seq_len) + " is longer than the model's block size " +
-                              std::to_string(info.block_size) + " (" + config->model_name + " as configured)");
-    } catch (const std::exception& e) {
-      plugin_diag.error(name_node, "model", e.what());
-    }
   }
   for (const auto& [key, path] : {std::pair{"data.train", config->train_data}, {"data.val", config->val_data}})
     if (!fs::exists(path))

@@ -3,6 +3,7 @@
 #include "config/option_schema.hpp"
 #include "data/batch_loader.hpp"
 #include "data/token_shard.hpp"
+#include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "services/logging.hpp"
 #include "services/step_metrics.hpp"
@@ -52,8 +53,25 @@ void check_vocabulary(const data::TokenShard& shard, const sdk::ModelInfo& info,
                        "; set model.vocab_size to the tokenizer's vocabulary (see dataset.json)"});
 }
 
-std::vector<sdk::OptionSpec> specs_of(const PluginRecord& record) {
-  return {record.descriptor->options, record.descriptor->options + record.descriptor->option_count};
+// The planner's check (plugins/plugin_declarations.hpp) on the job as it is, so that a hand-written cell is
+// refused with the same words as a planned one, before the strategy is created.
+PlanVerdict check_strategy_fits_job(const PluginRecord& strategy, const CellConfig& config, const HostCommunicator& comm,
+                             const sdk::Options& options, const sdk::ModelInfo& info) {
+  sdk::PlanFacts facts;
+  facts.world_size = comm.size();
+  facts.ranks_per_node = comm.local_size();
+  facts.nodes = (comm.size() + comm.local_size() - 1) / std::max(1, comm.local_size());
+  facts.options = &options;
+  facts.model = &info;
+  facts.backend = comm.backend();
+  facts.backend_features = comm.features();
+  facts.device = config.device.c_str();
+  const PlanVerdict verdict = check_strategy_plan(strategy, facts);
+  // A cell file has no launcher keys: the job's ranks are the strategy's to fit. One line (not a
+  // ConfigError's list), so that every rank's "[rank N] [error]" line carries the reason.
+  const std::string key = verdict.about == "ranks" ? "strategy.name" : refusal_key(verdict, facts.nodes);
+  if (!verdict.refusal.empty()) throw std::runtime_error(config.file + ": " + key + ": " + verdict.refusal);
+  return verdict;
 }
 
 // Sums (sum, count) over ranks and returns the mean (for reporting only: not the strategy's traffic).
@@ -72,9 +90,6 @@ sdk::RankRole role_of(const StrategyInstance& strategy) {
   if (strategy.record().descriptor->abi_minor >= 1) strategy.call(strategy->role(&role), "role");
   return role;
 }
-
-// Plugins built against SDK 1.2 or later may restrict each step's softmax (Strategy::output_vocabulary).
-bool asks_for_vocabulary(const StrategyInstance& strategy) { return strategy.record().descriptor->abi_minor >= 2; }
 
 // Plugins built against SDK 1.4 or later may ask to hear of each model unit's forward and backward.
 bool hears_units(const StrategyInstance& strategy, const sdk::RankRole& role) {
@@ -126,10 +141,12 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
 
   const PluginRecord& model_record = registry.find(sdk::PluginKind::Model, config.model_name);
   const PluginRecord& strategy_record = registry.find(sdk::PluginKind::Strategy, config.strategy_name);
-  PluginServices model_services{resolve_plugin_options(config, "model", specs_of(model_record)),
-                                PluginLogger("model " + model_record.name)};
-  PluginServices strategy_services{resolve_plugin_options(config, "strategy", specs_of(strategy_record)),
-                                   PluginLogger("strategy " + strategy_record.name)};
+  PluginServices model_services{
+      resolve_plugin_options(config, "model", option_specs(model_record), option_choices(model_record)),
+      PluginLogger("model " + model_record.name)};
+  PluginServices strategy_services{
+      resolve_plugin_options(config, "strategy", option_specs(strategy_record), option_choices(strategy_record)),
+      PluginLogger("strategy " + strategy_record.name)};
   StepMetrics plugin_metrics;
   ModelInstance model(model_record, {model_services.options, model_services.logger, plugin_metrics, comm, device});
   sdk::ModelInfo info;
@@ -141,6 +158,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
                        " is longer than the model's block_size " + std::to_string(info.block_size)});
 
   check_models_agree(comm, params);
+  const PlanVerdict plan = check_strategy_fits_job(strategy_record, config, comm, strategy_services.options, info);
   StrategyInstance strategy(strategy_record,
                             {strategy_services.options, strategy_services.logger, plugin_metrics, comm, device});
   // Each global batch is split over the ranks that compute (all of them, unless a server only serves).
@@ -154,9 +172,10 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
   for (const data::BatchLoader* l : {&loader, &val_loader}) check_vocabulary(l->shard(), info, config);
   const std::int64_t micro_steps = loader.micro_batches_per_step();
 
-  // A strategy that samples the vocabulary gets the training shard's counts, and each step the whole
-  // global batch (every rank reads it alike: the loader depends only on the step).
-  const bool vocabulary_steps = asks_for_vocabulary(strategy);
+  // A strategy that restricts the vocabulary (as it declares; see asks_for_vocabulary) gets the training
+  // shard's counts, and each step the whole global batch (every rank reads it alike: the loader depends
+  // only on the step). Other strategies pay for neither.
+  const bool vocabulary_steps = asks_for_vocabulary(strategy_record, plan);
   std::optional<data::BatchLoader> global_loader;
   torch::Tensor token_counts;
   if (vocabulary_steps) {

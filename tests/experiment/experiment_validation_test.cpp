@@ -52,10 +52,37 @@ TEST(ExperimentValidation, UnknownPluginOption) {
 }
 
 TEST(ExperimentValidation, SingleOnMoreThanOneRankIsImpossible) {
+  // The plugin's own words (its check_plan), placed at the key that made the ranks.
   const auto p = problems("matrix:\n  nodes: [1, 2]\n");
-  EXPECT_PROBLEM(p, "exp.yaml:8:14: launcher.nodes: strategy single runs on one rank, but this cell has nodes x "
-                    "ranks_per_node = 2 x 1 = 2 (cell nodes=2)");
+  EXPECT_PROBLEM(p, "exp.yaml:8:14: launcher.nodes: strategy 'single' runs on one rank, but the job has 2 (nodes x "
+                    "ranks_per_node = 2 x 1); pick a data-parallel strategy (ps, dps, ring) for more (cell nodes=2)");
   EXPECT_EQ(p.size(), 1u);
+}
+
+TEST(ExperimentValidation, ABadChoiceIsRefusedByTheHostWithItsPosition) {
+  const auto p = problems("matrix:\n  strategy: [{name: ring, algorithm: rign}]\n");
+  EXPECT_PROBLEM(p, "exp.yaml:8:38: strategy.algorithm: 'rign' is not one of ring, native, hierarchical");
+  EXPECT_EQ(p.size(), 1u);
+}
+
+TEST(ExperimentValidation, WhatTheBackendCannotDoIsRefusedAtPlanTime) {
+  // NCCL offers neither gradsweep's ring nor recv_any: refused by the strategies' plan checks, with the
+  // backend's declared features (Communicator::features), before any process starts.
+  const auto p = problems("runtime: {comm: nccl}\nmatrix:\n  strategy: [ring, {name: ps, mode: async}, "
+                          "{name: ring, algorithm: native}]\n  ranks_per_node: [2]\n");
+  EXPECT_PROBLEM(p, "strategy 'ring': algorithm ring is gradsweep's own allreduce over point-to-point, which the "
+                    "nccl backend does not offer on 2 ranks; use algorithm: native");
+  EXPECT_PROBLEM(p, "strategy.mode: strategy 'ps': mode async serves gradients in the order they arrive (recv_any), "
+                    "which the nccl backend does not offer");
+  EXPECT_EQ(p.size(), 2u);
+}
+
+TEST(ExperimentValidation, AServerThatOnlyServesLeavesItsRankOutOfTheBatchSplit) {
+  // 4 sequences over 3 ranks of which the server computes none: 2 each. The plugin says so (check_plan).
+  const auto ok = problems("matrix:\n  strategy: [{name: ps, server_computes: false}]\n  ranks_per_node: [3]\n");
+  EXPECT_TRUE(ok.empty()) << ok.front();
+  const auto p = problems("matrix:\n  strategy: [{name: ps, server_computes: false}]\n  ranks_per_node: [4]\n");
+  EXPECT_PROBLEM(p, "train.batch_size: 4 sequences do not split evenly over the 3 computing ranks");
 }
 
 TEST(ExperimentValidation, BatchThatDoesNotSplitOverTheRanks) {

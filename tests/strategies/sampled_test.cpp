@@ -96,8 +96,9 @@ TEST(Sampled, BadConfigurationIsRefusedWithTheReason) {
   };
   refused({"strategy.negatives=-1"}, "negatives -1 must be in [0, vocab_size 2000]");
   refused({"strategy.negatives=2001"}, "negatives 2001 must be in [0, vocab_size 2000]");
-  refused({"strategy.transport=tcp"}, "transport 'tcp' is not one of ring, ps");
-  refused({"strategy.distribution=zipf"}, "distribution 'zipf' is not one of unigram, uniform");
+  // Choices are the host's to check (the plugin declares them): the key, the value, the allowed list.
+  refused({"strategy.transport=tcp"}, "strategy.transport: 'tcp' is not one of ring, ps");
+  refused({"strategy.distribution=zipf"}, "strategy.distribution: 'zipf' is not one of unigram, uniform");
 }
 
 TEST(Sampled, AModelWithoutOutputRestrictionIsRefused) {

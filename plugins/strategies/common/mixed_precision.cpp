@@ -8,6 +8,7 @@
 namespace gradsweep::strategies {
 namespace {
 
+// The host has checked the choices (kMixedPrecisionOptions); the throw guards direct use.
 torch::ScalarType dtype_named(const std::string& name, const std::string& key, const std::string& strategy) {
   if (name == "bf16") return torch::kBFloat16;
   if (name == "fp16") return torch::kHalf;
@@ -33,9 +34,7 @@ MixedPrecision::MixedPrecision(const sdk::Options& options, const torch::Device&
 #endif
   const std::string wire = options.text("comm_dtype");
   wire_ = wire == "auto" ? compute_ : dtype_named(wire, "comm_dtype", strategy);
-  const std::string scaling = options.text("loss_scaling");
-  if (scaling != "auto" && scaling != "dynamic" && scaling != "off")
-    throw sdk::Error("strategy '" + strategy + "': loss_scaling '" + scaling + "' is not one of auto, dynamic, off");
+  const std::string scaling = options.text("loss_scaling");  // auto, dynamic or off: the host checked the choices
   scaling_ = scaling == "dynamic" || (scaling == "auto" && (compute_ == torch::kHalf || wire_ == torch::kHalf));
   scale_ = options.number("init_scale");
   growth_interval_ = options.integer("growth_interval");

@@ -12,6 +12,7 @@
 //
 // The strategy decides *where* overflow is seen (after an allreduce every rank sees the same sums; a
 // sharded or server strategy must combine the verdict) and calls `finish_step` with the agreed answer.
+#include <gradsweep/sdk/capabilities.hpp>
 #include <gradsweep/sdk/services.hpp>
 #include <gradsweep/sdk/strategy.hpp>
 
@@ -24,11 +25,15 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 9> kMixedPrecisionOptions{{
+inline constexpr std::array<sdk::OptionDecl, 9> kMixedPrecisionOptions{{
     {"precision", sdk::OptionType::String, "bf16",
-     "autocast compute type: bf16 or fp16 (fp16 autocast needs a CUDA device on LibTorch 1.x)"},
-    {"comm_dtype", sdk::OptionType::String, "auto", "gradients on the wire: auto (= precision), bf16, fp16, fp32"},
-    {"loss_scaling", sdk::OptionType::String, "auto", "auto (dynamic for fp16, off for bf16), dynamic, off"},
+     "autocast compute type: bf16 or fp16 (fp16 autocast needs a CUDA device on LibTorch 1.x; fp32 is the plain "
+     "strategy)",
+     "bf16|fp16"},
+    {"comm_dtype", sdk::OptionType::String, "auto", "gradients on the wire: auto (= precision), bf16, fp16, fp32",
+     "auto|bf16|fp16|fp32"},
+    {"loss_scaling", sdk::OptionType::String, "auto", "auto (dynamic for fp16, off for bf16), dynamic, off",
+     "auto|dynamic|off"},
     {"init_scale", sdk::OptionType::Float, "65536", "first loss scale of dynamic loss scaling"},
     {"growth_interval", sdk::OptionType::Int, "2000", "clean steps after which the scale doubles"},
     {"growth_factor", sdk::OptionType::Float, "2", "factor the scale grows by"},

@@ -7,8 +7,10 @@
 // every rank holds the whole model for the next forward. The traffic equals a ring allreduce's
 // (reduce-scatter + all-gather); the saving is memory.
 #include "flat_layout.hpp"
+#include "algorithm_option.hpp"
 #include "mixed_precision.hpp"
 
+#include <gradsweep/sdk/capabilities.hpp>
 #include <gradsweep/sdk/optimizer.hpp>
 #include <gradsweep/sdk/strategy.hpp>
 
@@ -17,14 +19,20 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 1> kDpsOptions{{
+inline constexpr std::array<sdk::OptionDecl, 1> kDpsOptions{{
     {"algorithm", sdk::OptionType::String, "native",
      "native: the backend's reduce-scatter and all-gather; ring: gradsweep's ring over point-to-point; "
-     "hierarchical: the ring's reduce-scatter and all-gather, the gradient norm's allreduce hierarchical"},
+     "hierarchical: the ring's reduce-scatter and all-gather, the gradient norm's allreduce hierarchical",
+     kAlgorithmChoices},
 }};
 
 class DpsStrategy : public sdk::Strategy {
  public:
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing();
+  static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name) {
+    check_algorithm_plan(facts, answer, name);
+  }
+
   DpsStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name);
 
  protected:

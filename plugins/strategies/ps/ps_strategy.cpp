@@ -12,12 +12,31 @@ enum Tag : int { kPushHeader = 101, kPush = 102, kPullHeader = 103, kPull = 104 
 
 }  // namespace
 
+void PsStrategy::check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name) {
+  const sdk::Options& options = *facts.options;
+  const bool async = options.text("mode") == "async";
+  const bool server_computes = options.flag("server_computes");
+  if (!server_computes && facts.world_size == 1) {
+    answer.about = "server_computes";
+    answer.refusal = std::string("strategy '") + name + "': server_computes: false needs at least one worker, " +
+                     "but the job has 1 rank";
+    return;
+  }
+  if (async && (facts.backend_features & sdk::kRecvAny) == 0) {
+    answer.about = "mode";
+    answer.refusal = std::string("strategy '") + name + "': mode async serves gradients in the order they arrive " +
+                     "(recv_any), which the " + facts.backend + " backend does not offer; use runtime.comm: mpi";
+    return;
+  }
+  answer.computing_ranks = server_computes ? facts.world_size : facts.world_size - 1;
+  // A gradient computed on older parameters updates the newer ones: no longer single's run, and the
+  // workers hold parameters of different ages.
+  if (async) answer.capabilities = answer.capabilities.exact(false).agreeing(false);
+}
+
 PsStrategy::PsStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name)
     : Strategy(context), name_(name), amp_(precision), comm_(context.comm) {
-  const std::string mode = context.options.text("mode");
-  if (mode != "sync" && mode != "async")
-    throw sdk::Error("strategy '" + name_ + "': mode '" + mode + "' is not one of sync, async");
-  async_ = mode == "async";
+  async_ = context.options.text("mode") == "async";  // sync or async: the host checked the choices
   const bool server_computes = context.options.flag("server_computes");
   if (!server_computes && comm_.size() == 1)
     throw sdk::Error("strategy '" + name_ + "': server_computes: false needs at least one worker (2 or more ranks)");

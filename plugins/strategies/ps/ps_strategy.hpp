@@ -15,6 +15,7 @@
 #include "flat_layout.hpp"
 #include "mixed_precision.hpp"
 
+#include <gradsweep/sdk/capabilities.hpp>
 #include <gradsweep/sdk/optimizer.hpp>
 #include <gradsweep/sdk/strategy.hpp>
 
@@ -23,14 +24,21 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 2> kPsOptions{{
-    {"mode", sdk::OptionType::String, "sync", "sync: one averaged update per step; async: one update per gradient"},
+inline constexpr std::array<sdk::OptionDecl, 2> kPsOptions{{
+    {"mode", sdk::OptionType::String, "sync", "sync: one averaged update per step; async: one update per gradient",
+     "sync|async"},
     {"server_computes", sdk::OptionType::Bool, "true",
      "the server rank also computes gradients (false: it only serves, and the batch is split over the workers)"},
 }};
 
 class PsStrategy : public sdk::Strategy {
  public:
+  // In mode sync, float32; check_plan narrows it for mode async.
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kPointToPoint);
+  // Refuses a server without workers and async on a backend without recv_any; a server that only
+  // serves leaves one rank out of the batch split.
+  static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name);
+
   PsStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name);
 
  protected:

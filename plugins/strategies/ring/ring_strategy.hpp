@@ -8,8 +8,10 @@
 // complete during backward (common/gradient_buckets.hpp); `algorithm` picks gradsweep's own ring over
 // point-to-point, its hierarchical (node-aware) allreduce, or the backend's native allreduce.
 #include "gradient_buckets.hpp"
+#include "algorithm_option.hpp"
 #include "mixed_precision.hpp"
 
+#include <gradsweep/sdk/capabilities.hpp>
 #include <gradsweep/sdk/optimizer.hpp>
 #include <gradsweep/sdk/strategy.hpp>
 
@@ -19,10 +21,11 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 4> kRingOptions{{
+inline constexpr std::array<sdk::OptionDecl, 4> kRingOptions{{
     {"algorithm", sdk::OptionType::String, "ring",
      "ring: gradsweep's ring allreduce over point-to-point; hierarchical: intra-node reduce-scatter, "
-     "inter-node allreduce, intra-node all-gather (MPI backend); native: the backend's own allreduce"},
+     "inter-node allreduce, intra-node all-gather (MPI backend); native: the backend's own allreduce",
+     kAlgorithmChoices},
     {"bucket_mb", sdk::OptionType::Float, "25", "fusion bucket size in MiB (Horovod's and DDP's default is 25)"},
     {"first_bucket_mb", sdk::OptionType::Float, "1",
      "size cap of the first bucket, the first to complete in backward (DDP's is 1 MiB)"},
@@ -32,6 +35,13 @@ inline constexpr std::array<sdk::OptionSpec, 4> kRingOptions{{
 
 class RingStrategy : public sdk::Strategy {
  public:
+  // In float32; the -amp variant is not exact (strategy_variants.hpp).
+  static constexpr auto kCapabilities =
+      sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kAsyncCollectives);
+  static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name) {
+    check_algorithm_plan(facts, answer, name);
+  }
+
   RingStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name);
 
  protected:

@@ -1,6 +1,6 @@
 #include "sampled_strategy.hpp"
 
-#include "strategy_variants.hpp"  // algorithm_option
+#include "algorithm_option.hpp"
 
 #include <torch/torch.h>
 
@@ -12,25 +12,43 @@ namespace {
 
 const std::string kName = "sampled";
 
-std::string one_of(const sdk::Options& options, const std::string& key, std::initializer_list<const char*> allowed) {
-  const std::string& value = options.text(key);
-  std::string list;
-  for (const char* a : allowed) {
-    if (value == a) return value;
-    list += std::string(list.empty() ? "" : ", ") + a;
-  }
-  throw sdk::Error("strategy '" + kName + "': " + key + " '" + value + "' is not one of " + list);
-}
-
 }  // namespace
 
 SampledStrategy::SampledStrategy(const sdk::PluginContext& context)
     : Strategy(context),
       comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, kName))),
-      ps_(one_of(context.options, "transport", {"ring", "ps"}) == "ps"),
-      async_(one_of(context.options, "mode", {"sync", "async"}) == "async"),
-      sparse_(one_of(context.options, "exchange", {"sparse", "dense"}) == "sparse") {
-  one_of(context.options, "distribution", {"unigram", "uniform"});
+      // The host has checked every choice (kSampledOptions).
+      ps_(context.options.text("transport") == "ps"),
+      async_(context.options.text("mode") == "async"),
+      sparse_(context.options.text("exchange") == "sparse") {}
+
+void SampledStrategy::check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
+  const sdk::Options& options = *facts.options;
+  if (facts.model != nullptr && !facts.model->supports_output_subset) {
+    answer.about = "model";
+    answer.refusal = "strategy '" + kName + "' needs a model that can restrict its softmax to some rows; '" +
+                     facts.model->architecture + "' cannot (ModelInfo::supports_output_subset)";
+    return;
+  }
+  const std::int64_t k = options.integer("negatives");
+  if (facts.model != nullptr && (k < 0 || k > facts.model->vocab_size)) {
+    answer.about = "negatives";
+    answer.refusal = "strategy '" + kName + "': negatives " + std::to_string(k) +
+                     " must be in [0, vocab_size " + std::to_string(facts.model->vocab_size) + "]";
+    return;
+  }
+  const bool ps = options.text("transport") == "ps", async = options.text("mode") == "async";
+  if (!ps) {
+    check_algorithm_plan(facts, answer, kName);
+    return;
+  }
+  if (async && (facts.backend_features & sdk::kRecvAny) == 0) {
+    answer.about = "mode";
+    answer.refusal = "strategy '" + kName + "': transport ps in mode async needs recv_any, which the " +
+                     facts.backend + " backend does not offer; use runtime.comm: mpi";
+    return;
+  }
+  if (async) answer.capabilities = answer.capabilities.agreeing(false);
 }
 
 void SampledStrategy::on_setup(const sdk::StrategySetup& setup) {

@@ -19,8 +19,10 @@
 //   exchange: dense   sends the whole (mostly zero) gradients instead: the reference the sparse exchange
 //                     must match exactly, and the dense-equivalent byte count.
 #include "row_sparse_layout.hpp"
+#include "algorithm_option.hpp"
 #include "vocabulary_sampler.hpp"
 
+#include <gradsweep/sdk/capabilities.hpp>
 #include <gradsweep/sdk/optimizer.hpp>
 #include <gradsweep/sdk/strategy.hpp>
 
@@ -30,23 +32,30 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 8> kSampledOptions{{
+inline constexpr std::array<sdk::OptionDecl, 8> kSampledOptions{{
     {"negatives", sdk::OptionType::Int, "1024",
      "K: negatives sampled per step besides the global batch's targets (0..vocab_size)"},
     {"distribution", sdk::OptionType::String, "unigram",
-     "unigram: (count+1)^alpha over the training shard; uniform: every word alike"},
+     "unigram: (count+1)^alpha over the training shard; uniform: every word alike", "unigram|uniform"},
     {"alpha", sdk::OptionType::Float, "0.75", "exponent of the unigram distribution (word2vec's 0.75)"},
     {"seed", sdk::OptionType::Int, "0", "seed of the per-step draw (mixed with the step number)"},
-    {"transport", sdk::OptionType::String, "ring", "ring: allreduce of the rows; ps: a parameter server on rank 0"},
+    {"transport", sdk::OptionType::String, "ring", "ring: allreduce of the rows; ps: a parameter server on rank 0",
+     "ring|ps"},
     {"algorithm", sdk::OptionType::String, "ring",
-     "transport ring: gradsweep's ring, its hierarchical allreduce, or the backend's native allreduce"},
-    {"mode", sdk::OptionType::String, "async", "transport ps: sync or async, as in strategy ps"},
+     "transport ring: gradsweep's ring, its hierarchical allreduce, or the backend's native allreduce",
+     kAlgorithmChoices},
+    {"mode", sdk::OptionType::String, "async", "transport ps: sync or async, as in strategy ps", "sync|async"},
     {"exchange", sdk::OptionType::String, "sparse",
-     "sparse: only the rows a step touches; dense: whole gradients (the reference)"},
+     "sparse: only the rows a step touches; dense: whole gradients (the reference)", "sparse|dense"},
 }};
 
 class SampledStrategy final : public sdk::Strategy {
  public:
+  // The sampled softmax is not the full one, so never `single`'s run; every rank computes.
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.vocabulary().agreeing();
+  // Refuses a model without output subsets, more negatives than words, and what the transport needs.
+  static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer);
+
   explicit SampledStrategy(const sdk::PluginContext& context);
 
  protected:

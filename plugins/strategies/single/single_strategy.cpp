@@ -8,6 +8,16 @@ using namespace gradsweep::sdk;
 
 class SingleStrategy final : public Strategy {
  public:
+  static constexpr auto kCapabilities = StrategyCapabilities{}.ranks(1, 1).exact().agreeing();
+  // Says why, and what to pick instead, before the host's generic word on the declared ranks.
+  static void check_plan(const PlanFacts& facts, PlanAnswer& answer) {
+    if (facts.world_size == 1) return;
+    answer.about = "ranks";
+    answer.refusal = "strategy 'single' runs on one rank, but the job has " + std::to_string(facts.world_size) +
+                     " (nodes x ranks_per_node = " + std::to_string(facts.nodes) + " x " +
+                     std::to_string(facts.ranks_per_node) + "); pick a data-parallel strategy (ps, dps, ring) for more";
+  }
+
   explicit SingleStrategy(const PluginContext& context)
       : Strategy(context), compute_dtype_(compute_dtype(context.options.text("precision"))) {
     if (context.comm.size() != 1)
@@ -25,7 +35,7 @@ class SingleStrategy final : public Strategy {
 
  private:
   // bf16 keeps fp32's exponent range, so autocast alone is safe; fp16 would need loss scaling, which the
-  // AMP strategies provide.
+  // AMP strategies provide. The host has checked the choices; the throw guards direct use.
   static torch::ScalarType compute_dtype(const std::string& precision) {
     if (precision == "fp32") return torch::kFloat;
     if (precision == "bf16") return torch::kBFloat16;
@@ -37,8 +47,9 @@ class SingleStrategy final : public Strategy {
   LocalOptimizer optimizer_;
 };
 
-constexpr std::array<OptionSpec, 1> kOptions{{
-    {"precision", OptionType::String, "fp32", "fp32, or bf16 (autocast; master weights stay fp32)"},
+constexpr std::array<OptionDecl, 1> kOptions{{
+    {"precision", OptionType::String, "fp32",
+     "fp32, or bf16 (autocast; master weights stay fp32); fp16 needs loss scaling: use an -amp strategy", "fp32|bf16"},
 }};
 
 }  // namespace

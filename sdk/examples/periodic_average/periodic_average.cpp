@@ -13,6 +13,21 @@ using namespace gradsweep::sdk;
 
 class PeriodicAverage final : public Strategy {
  public:
+  // Ranks drift apart between averages and the run is not `single`'s: declared so, the host does not
+  // expect either (capabilities.hpp). It runs on any number of ranks, with any backend.
+  static constexpr auto kCapabilities = StrategyCapabilities{};
+
+  // Called by the planner for every cell, before anything runs: a bad period is refused there, with the
+  // position of `period` in the experiment file.
+  static void check_plan(const PlanFacts& facts, PlanAnswer& answer) {
+    const std::int64_t period = facts.options->integer("period");
+    if (period < 1) {
+      answer.about = "period";
+      answer.refusal = "periodic_average: period must be >= 1, got " + std::to_string(period);
+    }
+    if (period == 1) answer.capabilities = answer.capabilities.agreeing();  // averaged after every step
+  }
+
   explicit PeriodicAverage(const PluginContext& context)
       : Strategy(context), period_(context.options.integer("period")) {
     if (period_ < 1) throw Error("periodic_average: period must be >= 1, got " + std::to_string(period_));

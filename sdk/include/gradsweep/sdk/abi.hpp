@@ -10,6 +10,7 @@
 // Evolution: within one ABI major, fields are only appended to the descriptor and virtual methods are
 // only appended to the interfaces; each append bumps the minor. A plugin built against an older minor
 // loads in a newer host; a plugin built against a newer minor is refused by an older host.
+#include <gradsweep/sdk/capabilities.hpp>
 #include <gradsweep/sdk/options.hpp>
 #include <gradsweep/sdk/services.hpp>
 #include <gradsweep/sdk/status.hpp>
@@ -27,7 +28,9 @@ inline constexpr std::uint32_t kAbiMajor = 1;
 //      Communicator::Algorithm::Hierarchical.
 // 1.4: model units: ModelAbi::units, ::set_unit_hooks and UnitHooks; StrategySetup::units;
 //      StrategyAbi::unit_event, ::hold_parameters (what `fsdp` gathers and frees around each unit);
-//      Communicator::reduce_scatter_async, ::allgather_async (what `zero2` overlaps with backward).
+//      Communicator::reduce_scatter_async, ::allgather_async (what `zero2` overlaps with backward);
+//      capabilities.hpp (StrategyCapabilities, check_plan, option choices: PluginDescriptor's appended
+//      capabilities, check_plan, option_choices); Communicator::features.
 inline constexpr std::uint32_t kAbiMinor = 4;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 
@@ -66,6 +69,12 @@ struct PluginDescriptor {
   // Returns a ModelAbi* or StrategyAbi* (by kind) as void*, or nullptr with *status set.
   void* (*create)(const PluginContext* context, Status* status) noexcept;
   void (*destroy)(void* object) noexcept;
+  // ---- ABI 1.4 (the host reads them only when abi_minor >= 4 and struct_size covers them) ----
+  const StrategyCapabilities* capabilities;  // nullptr: nothing declared (and for models)
+  // Refuses a cell (answer->refusal, or an error Status) and says how many ranks compute; nullptr: none.
+  Status (*check_plan)(const PlanFacts* facts, PlanAnswer* answer) noexcept;
+  // option_count entries parallel to `options`: "a|b|c", or nullptr for any value; nullptr: no choices.
+  const char* const* option_choices;
 };
 
 using DescribePluginFn = const PluginDescriptor*();

@@ -4,6 +4,7 @@
 // These are implemented in the host and called from plugins, so like every boundary call they are
 // `noexcept` and report failure as a Status. The small inline helpers at the bottom are compiled into
 // the plugin and turn a failed Status back into an exception on the plugin's side.
+#include <gradsweep/sdk/capabilities.hpp>
 #include <gradsweep/sdk/options.hpp>
 #include <gradsweep/sdk/status.hpp>
 
@@ -100,6 +101,10 @@ class Communicator {
                                       std::unique_ptr<Request>* request) noexcept = 0;
   virtual Status allgather_async(const torch::Tensor& input, torch::Tensor& output,
                                  std::unique_ptr<Request>* request) noexcept = 0;
+  // What this communicator offers on its ranks (kPointToPoint, kRecvAny, kRingAlgorithm, ...; see
+  // capabilities.hpp). A call to a feature it lacks fails with a Status; the planner asks the same
+  // question of the backend a cell will get, so that a strategy can refuse the cell before it runs.
+  virtual CommFeatures features() const noexcept = 0;
 
  protected:
   ~Communicator() = default;

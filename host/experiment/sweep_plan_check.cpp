@@ -1,0 +1,54 @@
+#include "experiment/sweep_plan_check.hpp"
+
+#include "config/comm_choice.hpp"
+
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+namespace gradsweep::experiment {
+namespace {
+
+// The backend the cell's ranks will choose (train_command.cpp makes the same choice at start-up), and
+// what it offers. A choice the ranks would refuse (nccl in a build without it) is theirs to report:
+// here it stands for the backend named, judged by its features alone.
+std::pair<std::string, sdk::CommFeatures> planned_backend(const host::CellConfig& config, int world) {
+  host::CommRequest request;
+  request.config_choice = config.comm;
+  request.config_file = config.file;
+  if (const char* env = std::getenv("GRADSWEEP_COMM")) request.env_choice = env;
+  request.device = config.device;
+#if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
+  request.nccl_built = true;
+#endif
+  request.launched_by_mpi = world > 1;
+  host::CommBackend backend = host::CommBackend::Local;
+  try {
+    backend = host::choose_comm(request).backend;
+  } catch (const std::exception&) {
+    const std::string& named = request.env_choice.empty() ? config.comm : request.env_choice;
+    backend = named == "nccl" ? host::CommBackend::Nccl : world > 1 ? host::CommBackend::Mpi : host::CommBackend::Local;
+  }
+  return {host::to_string(backend), host::backend_features(backend, world)};
+}
+
+}  // namespace
+
+host::PlanVerdict check_planned_strategy(const host::PluginRecord& strategy, const host::CellConfig& config,
+                                         int nodes, int ranks_per_node, const sdk::Options& options,
+                                         const sdk::ModelInfo* model) {
+  const int world = nodes * ranks_per_node;
+  const auto [backend, features] = planned_backend(config, world);
+  sdk::PlanFacts facts;
+  facts.world_size = world;
+  facts.nodes = nodes;
+  facts.ranks_per_node = ranks_per_node;
+  facts.options = &options;
+  facts.model = model;
+  facts.backend = backend.c_str();
+  facts.backend_features = features;
+  facts.device = config.device.c_str();
+  return host::check_strategy_plan(strategy, facts);
+}
+
+}  // namespace gradsweep::experiment

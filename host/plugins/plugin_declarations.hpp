@@ -1,0 +1,46 @@
+#pragma once
+// What a plugin declares about itself (sdk/capabilities.hpp), read from its descriptor only where the
+// plugin's SDK had the field (abi_minor >= 4 and struct_size covering it), and the one plan check that
+// the planner and `gradsweep train` share. A plugin built against SDK 1.0-1.3, or declaring nothing, gets
+// what the host did before 1.4 (see each function).
+#include "config/option_schema.hpp"
+#include "plugins/plugin_registry.hpp"
+
+#include <gradsweep/sdk/capabilities.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gradsweep::host {
+
+std::vector<sdk::OptionSpec> option_specs(const PluginRecord& record);
+// Parallel to option_specs; "" where a key has no declared choices (every key of an older plugin).
+OptionChoices option_choices(const PluginRecord& record);
+
+// nullptr when the plugin declares none.
+const sdk::StrategyCapabilities* declared_capabilities(const PluginRecord& record);
+
+
+struct PlanVerdict {
+  std::string refusal;  // empty: the cell can run
+  std::string about;    // sdk::PlanAnswer::about: "ranks", "backend", "device", "model", an option key, or ""
+  int computing_ranks = 1;
+  // For this cell's options, as check_plan narrowed them; empty when the plugin declares none.
+  std::optional<sdk::StrategyCapabilities> capabilities;
+};
+
+// The strategy's check_plan first (its own words win), then its declared world sizes, communicator
+// features and devices against `facts`. Without a check_plan every rank computes.
+PlanVerdict check_strategy_plan(const PluginRecord& record, const sdk::PlanFacts& facts);
+
+// The configuration key a refusal is about, for its file:line:column: "launcher.nodes" or
+// "launcher.ranks_per_node" (by `nodes`), "runtime.comm", "runtime.device", "model.name", "strategy.KEY",
+// or "strategy.name".
+std::string refusal_key(const PlanVerdict& verdict, int nodes);
+
+// Whether the trainer counts the shard's tokens and asks the strategy for a vocabulary every step: what
+// it declares for the cell; with nothing declared, every plugin built against SDK 1.2 or later (as before 1.4).
+bool asks_for_vocabulary(const PluginRecord& record, const PlanVerdict& verdict);
+
+}  // namespace gradsweep::host

@@ -1,0 +1,160 @@
+// SDK 1.4's declarations (sdk/capabilities.hpp) as the host reads them: appended descriptor fields read
+// only where the plugin's SDK had them, the shared plan check, and a plugin built as SDK 1.2 trained with
+// the old behaviour next to one that declares it does not restrict the vocabulary.
+#include "plugins/plugin_declarations.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "support/test_support.hpp"
+#include "tiny_cell.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace gradsweep {
+namespace {
+
+using host::PluginRegistry;
+using sdk::PluginKind;
+namespace fs = std::filesystem;
+
+const fs::path kCounting = GRADSWEEP_TEST_COUNTING_DIR;
+
+sdk::PlanFacts facts_for(int world, const sdk::Options& options, const char* backend, sdk::CommFeatures features) {
+  sdk::PlanFacts facts;
+  facts.world_size = world;
+  facts.ranks_per_node = world;
+  facts.options = &options;
+  facts.backend = backend;
+  facts.backend_features = features;
+  return facts;
+}
+
+TEST(DeclaredCapabilities, InTreeStrategiesDeclareThemAndTheirChoices) {
+  PluginRegistry registry;
+  registry.scan({test::plugin_dir()});
+  const host::PluginRecord& ring = registry.find(PluginKind::Strategy, "ring");
+  const sdk::StrategyCapabilities* caps = host::declared_capabilities(ring);
+  ASSERT_NE(caps, nullptr);
+  EXPECT_TRUE(caps->synchronous_exact);
+  EXPECT_TRUE(caps->ranks_agree);
+  EXPECT_FALSE(caps->restricts_vocabulary);
+  const auto specs = host::option_specs(ring);
+  const auto choices = host::option_choices(ring);
+  ASSERT_EQ(specs.size(), choices.size());
+  EXPECT_EQ(std::string(specs[0].key), "algorithm");
+  EXPECT_EQ(choices[0], "ring|native|hierarchical");
+  EXPECT_FALSE(host::declared_capabilities(registry.find(PluginKind::Strategy, "ring-amp"))->synchronous_exact);
+  EXPECT_TRUE(host::declared_capabilities(registry.find(PluginKind::Strategy, "sampled"))->restricts_vocabulary);
+  for (const char* name : {"single", "ring", "ring-amp", "dps", "dps-amp", "ps", "ps-amp", "sampled"})
+    EXPECT_NE(host::declared_capabilities(registry.find(PluginKind::Strategy, name)), nullptr) << name;
+}
+
+TEST(DeclaredCapabilities, FieldsBeyondTheDescriptorsSizeAreNeverRead) {
+  PluginRegistry registry;
+  registry.scan({test::plugin_dir()});
+  // A 1.4 descriptor cut to the size of 1.3's: the appended fields hold garbage that must not be followed.
+  sdk::PluginDescriptor cut = *registry.find(PluginKind::Strategy, "ring").descriptor;
+  cut.struct_size = offsetof(sdk::PluginDescriptor, capabilities);
+  cut.capabilities = reinterpret_cast<const sdk::StrategyCapabilities*>(0x1);
+  cut.option_choices = reinterpret_cast<const char* const*>(0x1);
+  cut.check_plan = nullptr;
+  host::PluginRecord record{"cut", PluginKind::Strategy, "1", "", "cut.so", &cut};
+  EXPECT_EQ(host::declared_capabilities(record), nullptr);
+  for (const auto& c : host::option_choices(record)) EXPECT_EQ(c, "");
+  // The same fields with an older minor: ignored too.
+  cut.struct_size = sizeof(sdk::PluginDescriptor);
+  cut.abi_minor = 3;
+  EXPECT_EQ(host::declared_capabilities(record), nullptr);
+}
+
+TEST(DeclaredCapabilities, SingleOnTwoRanksIsRefusedInItsOwnWords) {
+  PluginRegistry registry;
+  registry.scan({test::plugin_dir()});
+  const sdk::Options options(std::map<std::string, sdk::Options::Value>{{"precision", std::string("fp32")}});
+  const auto verdict =
+      host::check_strategy_plan(registry.find(PluginKind::Strategy, "single"), facts_for(2, options, "mpi", ~0ull));
+  EXPECT_EQ(verdict.refusal, "strategy 'single' runs on one rank, but the job has 2 (nodes x ranks_per_node = 1 x 2); "
+                             "pick a data-parallel strategy (ps, dps, ring) for more");
+  EXPECT_EQ(host::refusal_key(verdict, 1), "launcher.ranks_per_node");
+  const host::PluginRecord& single = registry.find(PluginKind::Strategy, "single");
+  EXPECT_EQ(host::check_strategy_plan(single, facts_for(1, options, "local", ~0ull)).refusal, "");
+}
+
+TEST(DeclaredCapabilities, WhatTheBackendLacksIsRefusedAndAServerThatServesDoesNotCompute) {
+  PluginRegistry registry;
+  registry.scan({test::plugin_dir()});
+  const sdk::CommFeatures nccl = sdk::kPointToPoint | sdk::kAsyncCollectives;
+  const sdk::Options ring_options(std::map<std::string, sdk::Options::Value>{{"algorithm", std::string("ring")}});
+  const auto ring = host::check_strategy_plan(registry.find(PluginKind::Strategy, "ring"),
+                                              facts_for(2, ring_options, "nccl", nccl));
+  EXPECT_NE(ring.refusal.find("algorithm ring is gradsweep's own allreduce over point-to-point, which the nccl "
+                              "backend does not offer on 2 ranks; use algorithm: native"),
+            std::string::npos)
+      << ring.refusal;
+  EXPECT_EQ(host::refusal_key(ring, 1), "strategy.algorithm");
+
+  const sdk::Options ps_async(std::map<std::string, sdk::Options::Value>{{"mode", std::string("async")},
+                                                                          {"server_computes", false}});
+  const host::PluginRecord& ps = registry.find(PluginKind::Strategy, "ps");
+  const auto on_nccl = host::check_strategy_plan(ps, facts_for(3, ps_async, "nccl", nccl));
+  EXPECT_NE(on_nccl.refusal.find("mode async serves gradients in the order they arrive (recv_any)"), std::string::npos);
+  const auto on_mpi = host::check_strategy_plan(ps, facts_for(3, ps_async, "mpi", ~0ull));
+  EXPECT_EQ(on_mpi.refusal, "");
+  EXPECT_EQ(on_mpi.computing_ranks, 2);
+  ASSERT_TRUE(on_mpi.capabilities);
+  EXPECT_FALSE(on_mpi.capabilities->synchronous_exact);  // narrowed for mode async
+}
+
+TEST(DeclaredCapabilities, APluginBuiltAsSdk12DeclaresNothingAndKeepsTheOldBehaviour) {
+  PluginRegistry registry;
+  registry.scan({kCounting});
+  ASSERT_TRUE(registry.refused().empty()) << registry.refused().front().reason;
+  const host::PluginRecord& old = registry.find(PluginKind::Strategy, "counting_sdk_1_2");
+  EXPECT_EQ(old.descriptor->abi_minor, 2u);
+  EXPECT_LT(old.descriptor->struct_size, sizeof(sdk::PluginDescriptor));
+  EXPECT_EQ(host::declared_capabilities(old), nullptr);
+  const sdk::Options none;
+  const auto verdict = host::check_strategy_plan(old, facts_for(2, none, "mpi", ~0ull));
+  EXPECT_EQ(verdict.refusal, "");
+  EXPECT_EQ(verdict.computing_ranks, 2);
+  EXPECT_TRUE(host::asks_for_vocabulary(old, verdict));
+  const host::PluginRecord& declared = registry.find(PluginKind::Strategy, "counting_sdk_1_4");
+  const auto declared_verdict = host::check_strategy_plan(declared, facts_for(1, none, "local", ~0ull));
+  EXPECT_FALSE(host::asks_for_vocabulary(declared, declared_verdict));
+}
+
+// The step records' "plugin" scalars of a `gradsweep train` run of the counting strategy `name`.
+std::vector<nlohmann::json> train_counting(const std::string& name) {
+  const fs::path dir = test::scratch_dir(name);
+  const fs::path cell = test::write_tiny_cell(dir, 3, "strategy: {name: " + name + "}\nplugins: {paths: [" +
+                                                          kCounting.string() + "]}\nmetrics: {peak_flops: 1e11}\n");
+  const auto r = test::run_command("timeout 120 " + test::gradsweep_command("train " + cell.string() + " --out " +
+                                                                             (dir / "out").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::vector<nlohmann::json> plugin;
+  std::ifstream in(dir / "out" / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) plugin.push_back(nlohmann::json::parse(line).at("plugin"));
+  return plugin;
+}
+
+TEST(DeclaredCapabilities, TheTrainerAsksForTheVocabularyOnlyWhereItIsRestricted) {
+  // Built as SDK 1.2: asked every step and handed the token counts, as every 1.2 plugin was.
+  const auto old = train_counting("counting_sdk_1_2");
+  ASSERT_EQ(old.size(), 3u);
+  for (std::size_t step = 0; step < old.size(); ++step) {
+    EXPECT_EQ(old[step].at("vocabulary_calls").get<double>(), static_cast<double>(step + 1));
+    EXPECT_EQ(old[step].at("token_counts").get<double>(), 1.0);
+  }
+  // Declaring restricts_vocabulary = false: never asked, no counts.
+  const auto declared = train_counting("counting_sdk_1_4");
+  ASSERT_EQ(declared.size(), 3u);
+  for (const auto& step : declared) {
+    EXPECT_EQ(step.at("vocabulary_calls").get<double>(), 0.0);
+    EXPECT_EQ(step.at("token_counts").get<double>(), 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace gradsweep
