@@ -1,5 +1,6 @@
 #include "cli/plugins_command.hpp"
 
+#include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_registry.hpp"
 
 #include <nlohmann/json.hpp>
@@ -35,17 +36,43 @@ const char* type_name(sdk::OptionType type) {
   return "?";
 }
 
+// "ring|native|hierarchical" -> its values.
+std::vector<std::string> choice_list(const std::string& choices) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t bar; (bar = choices.find('|', start)) != std::string::npos; start = bar + 1)
+    out.push_back(choices.substr(start, bar - start));
+  out.push_back(choices.substr(start));
+  return out;
+}
+
 // A plugin's declared options, as the descriptor lists them (the order is the author's).
-nlohmann::json options_json(const sdk::PluginDescriptor& d) {
+nlohmann::json options_json(const PluginRecord& p) {
+  const sdk::PluginDescriptor& d = *p.descriptor;
+  const OptionChoices choices = option_choices(p);
   nlohmann::json out = nlohmann::json::array();
   for (std::uint32_t i = 0; i < d.option_count; ++i) {
     const sdk::OptionSpec& o = d.options[i];
-    out.push_back({{"key", o.key},
-                   {"type", type_name(o.type)},
-                   {"default", o.default_value ? nlohmann::json(o.default_value) : nlohmann::json(nullptr)},
-                   {"help", o.help ? o.help : ""}});
+    nlohmann::json option{{"key", o.key},
+                          {"type", type_name(o.type)},
+                          {"default", o.default_value ? nlohmann::json(o.default_value) : nlohmann::json(nullptr)},
+                          {"help", o.help ? o.help : ""}};
+    if (i < choices.size() && !choices[i].empty()) option["choices"] = choice_list(choices[i]);
+    out.push_back(option);
   }
   return out;
+}
+
+// What a strategy declares about itself (SDK 1.4); null for models and for strategies declaring nothing.
+nlohmann::json capabilities_json(const PluginRecord& p) {
+  const sdk::StrategyCapabilities* c = declared_capabilities(p);
+  if (c == nullptr) return nullptr;
+  return {{"min_ranks", c->min_ranks},
+          {"max_ranks", c->max_ranks},
+          {"synchronous_exact", c->synchronous_exact},
+          {"ranks_agree", c->ranks_agree},
+          {"restricts_vocabulary", c->restricts_vocabulary},
+          {"requires", sdk::feature_names(c->required_features)}};
 }
 
 nlohmann::json plugin_json(const PluginRecord& p) {
@@ -53,7 +80,7 @@ nlohmann::json plugin_json(const PluginRecord& p) {
           {"version", p.version}, {"abi", abi_of(*p.descriptor)},
           {"build", describe(p.descriptor->build)},
           {"summary", p.summary}, {"path", p.path.string()},
-          {"options", options_json(*p.descriptor)}};
+          {"options", options_json(p)}, {"capabilities", capabilities_json(p)}};
 }
 
 // Help text wrapped to the terminal's usual width, each line indented under its key.
@@ -76,17 +103,29 @@ void print_details(const PluginRecord& p) {
   const sdk::PluginDescriptor& d = *p.descriptor;
   std::cout << sdk::to_string(p.kind) << " " << p.name << " " << p.version << " (SDK ABI " << abi_of(d) << ")\n"
             << "  " << p.summary << "\n  file:  " << p.path.string() << "\n  build: " << describe(d.build) << "\n";
+  if (const sdk::StrategyCapabilities* c = declared_capabilities(p)) {
+    std::cout << "  ranks: " << c->min_ranks << " to " << (c->max_ranks == 0 ? "any" : std::to_string(c->max_ranks))
+              << (c->synchronous_exact ? "; reproduces single" : "") << (c->ranks_agree ? "; ranks agree" : "")
+              << (c->restricts_vocabulary ? "; restricts the vocabulary" : "")
+              << (c->required_features != 0 ? "; needs " + sdk::feature_names(c->required_features) : "") << "\n";
+  }
   const char* section = p.kind == sdk::PluginKind::Model ? "model" : "strategy";
   if (d.option_count == 0) {
     std::cout << "\nno options\n";
     return;
   }
+  const OptionChoices choices = option_choices(p);
   std::cout << "\noptions (" << section << ".<key> in a cell or experiment file):\n";
   for (std::uint32_t i = 0; i < d.option_count; ++i) {
     const sdk::OptionSpec& o = d.options[i];
     std::cout << "  " << o.key << "  " << type_name(o.type) << ", default "
-              << (o.default_value ? o.default_value : "none (optional)") << "\n"
-              << wrapped(o.help ? o.help : "", 6);
+              << (o.default_value ? o.default_value : "none (optional)");
+    if (i < choices.size() && !choices[i].empty()) {
+      std::string values;
+      for (const std::string& v : choice_list(choices[i])) values += (values.empty() ? "" : ", ") + v;
+      std::cout << ", one of " << values;
+    }
+    std::cout << "\n" << wrapped(o.help ? o.help : "", 6);
   }
 }
 

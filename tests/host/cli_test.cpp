@@ -48,6 +48,9 @@ TEST(Cli, PluginsNameShowsEveryOptionWithTypeDefaultAndHelp) {
   EXPECT_NE(text.output.find("strategy ring"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("bucket_mb  float, default 25"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("overlap  bool, default true"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("algorithm  string, default ring, one of ring, native, hierarchical"), std::string::npos)
+      << text.output;
+  EXPECT_NE(text.output.find("reproduces single"), std::string::npos) << "declared capabilities: " << text.output;
   EXPECT_EQ(text.output.find("lstm_lm"), std::string::npos) << "only the plugin asked for";
 
   const auto j = nlohmann::json::parse(test::run_command(gradsweep("plugins gpt2 --json")).output);

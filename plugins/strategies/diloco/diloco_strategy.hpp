@@ -10,6 +10,7 @@
 // whatever the trainer does between steps (evaluation, a checkpoint of the model) then sees the one model
 // every rank agrees on, the model DiLoCo produces, not each rank's unsynchronised copy. The price is one
 // copy of the parameters into and out of the model per step, and one more flat copy of them.
+#include "algorithm_option.hpp"
 #include "flat_layout.hpp"
 #include "outer_optimizer.hpp"
 
@@ -21,18 +22,25 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 5> kDilocoOptions{{
+inline constexpr std::array<sdk::OptionDecl, 5> kDilocoOptions{{
     {"inner_steps", sdk::OptionType::Int, "50",
      "H: inner optimizer steps per round (one parameter allreduce per round)"},
     {"outer_lr", sdk::OptionType::Float, "0.7", "outer SGD learning rate (the paper's 0.7)"},
     {"outer_momentum", sdk::OptionType::Float, "0.9", "outer SGD momentum, in [0, 1) (the paper's 0.9)"},
     {"nesterov", sdk::OptionType::Bool, "true", "Nesterov momentum for the outer step (the paper's choice)"},
     {"algorithm", sdk::OptionType::String, "ring",
-     "allreduce of the parameters: ring (gradsweep's), hierarchical, or native (the backend's)"},
+     "allreduce of the parameters: ring (gradsweep's), hierarchical, or native (the backend's)",
+     kAlgorithmChoices},
 }};
 
 class DilocoStrategy final : public sdk::Strategy {
  public:
+  // Between steps every rank holds the round's global parameters; the `algorithm` option's needs are checked per cell.
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.agreeing();
+  static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
+    check_algorithm_plan(facts, answer, "diloco");
+  }
+
   explicit DilocoStrategy(const sdk::PluginContext& context);
 
  protected:

@@ -8,6 +8,7 @@
 //
 // Micro-batches: full gradients are kept (accumulated by autograd) until the last micro-batch, whose
 // backward reduce-scatters them unit by unit; earlier micro-batches only free the parameters.
+#include "algorithm_option.hpp"
 #include "sharded_unit.hpp"
 
 #include <gradsweep/sdk/optimizer.hpp>
@@ -19,14 +20,21 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 1> kFsdpOptions{{
+inline constexpr std::array<sdk::OptionDecl, 1> kFsdpOptions{{
     {"algorithm", sdk::OptionType::String, "native",
      "native: the backend's all-gather and reduce-scatter; ring: gradsweep's ring over point-to-point; "
-     "hierarchical: the ring's, with the gradient norm's allreduce hierarchical"},
+     "hierarchical: the ring's, with the gradient norm's allreduce hierarchical",
+     kAlgorithmChoices},
 }};
 
 class FsdpStrategy final : public sdk::Strategy {
  public:
+  // Every rank applies the same step; the `algorithm` option's needs are checked per cell.
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing();
+  static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
+    check_algorithm_plan(facts, answer, "fsdp");
+  }
+
   explicit FsdpStrategy(const sdk::PluginContext& context);
 
  protected:

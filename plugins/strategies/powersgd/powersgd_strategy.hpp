@@ -9,6 +9,7 @@
 // together where they can be. Every rank then holds the same decompressed gradient and applies it with
 // its own optimizer, so the ranks stay identical. For the first `start_step` steps the whole gradient is
 // allreduced dense instead (the hook's start_powerSGD_iter): those steps are `ring`'s.
+#include "algorithm_option.hpp"
 #include "flat_layout.hpp"
 #include "powersgd_compressor.hpp"
 
@@ -20,7 +21,7 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 5> kPowerSgdOptions{{
+inline constexpr std::array<sdk::OptionDecl, 5> kPowerSgdOptions{{
     {"rank", sdk::OptionType::Int, "2",
      "rank r of each matrix gradient's approximation P Q^T (>= 1; the paper's rank 2, PyTorch's default is 1)"},
     {"start_step", sdk::OptionType::Int, "10",
@@ -29,11 +30,18 @@ inline constexpr std::array<sdk::OptionSpec, 5> kPowerSgdOptions{{
      "matrices with fewer elements are allreduced uncompressed, as vectors always are (>= 0)"},
     {"seed", sdk::OptionType::Int, "0", "seed of the first random Q, the same on every rank"},
     {"algorithm", sdk::OptionType::String, "ring",
-     "ring: gradsweep's ring allreduce over point-to-point; hierarchical (MPI backend); native: the backend's"},
+     "ring: gradsweep's ring allreduce over point-to-point; hierarchical (MPI backend); native: the backend's",
+     kAlgorithmChoices},
 }};
 
 class PowerSgdStrategy final : public sdk::Strategy {
  public:
+  // Every rank applies the same step; the `algorithm` option's needs are checked per cell.
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.agreeing();
+  static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
+    check_algorithm_plan(facts, answer, "powersgd");
+  }
+
   explicit PowerSgdStrategy(const sdk::PluginContext& context);
 
  protected:

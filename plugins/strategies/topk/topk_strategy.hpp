@@ -12,6 +12,7 @@
 // sgd, train.momentum 0): a momentum SGD would apply momentum twice, and AdamW rescales the accumulated
 // velocity per coordinate. Both still run (a warning says so); `momentum: 0` gives plain top-k with
 // error feedback, which suits any optimizer.
+#include "algorithm_option.hpp"
 #include "dgc_compressor.hpp"
 
 #include <gradsweep/sdk/optimizer.hpp>
@@ -22,7 +23,7 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 4> kTopkOptions{{
+inline constexpr std::array<sdk::OptionDecl, 4> kTopkOptions{{
     {"ratio_percent", sdk::OptionType::Float, "1",
      "percent of each tensor's elements sent per step, in (0, 100]; at least one element per tensor"},
     {"momentum", sdk::OptionType::Float, "0.9",
@@ -30,11 +31,18 @@ inline constexpr std::array<sdk::OptionSpec, 4> kTopkOptions{{
     {"warmup_steps", sdk::OptionType::Int, "0",
      "dense steps (momentum-corrected gradient allreduced whole) before sparsification starts (>= 0)"},
     {"algorithm", sdk::OptionType::String, "ring",
-     "ring: gradsweep's ring over point-to-point; hierarchical (MPI backend); native: the backend's collectives"},
+     "ring: gradsweep's ring over point-to-point; hierarchical (MPI backend); native: the backend's collectives",
+     kAlgorithmChoices},
 }};
 
 class TopkStrategy final : public sdk::Strategy {
  public:
+  // Every rank applies the same step; the `algorithm` option's needs are checked per cell.
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.agreeing();
+  static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
+    check_algorithm_plan(facts, answer, "topk");
+  }
+
   explicit TopkStrategy(const sdk::PluginContext& context);
 
  protected:

@@ -5,6 +5,7 @@
 // .grad is freed the moment it is packed, and each complete bucket is reduce-scattered asynchronously so
 // that a rank receives only its piece of it (shard_buckets.hpp says how buckets map to shards). After the
 // update the parameters are all-gathered bucket by bucket. The traffic equals ring's and dps's.
+#include "algorithm_option.hpp"
 #include "mixed_precision.hpp"
 #include "shard_buckets.hpp"
 
@@ -18,10 +19,11 @@
 
 namespace gradsweep::strategies {
 
-inline constexpr std::array<sdk::OptionSpec, 4> kZero2Options{{
+inline constexpr std::array<sdk::OptionDecl, 4> kZero2Options{{
     {"algorithm", sdk::OptionType::String, "native",
      "native: the backend's reduce-scatter and all-gather; ring: gradsweep's ring over point-to-point; "
-     "hierarchical: the ring's reduce-scatter and all-gather, the gradient norm's allreduce hierarchical"},
+     "hierarchical: the ring's reduce-scatter and all-gather, the gradient norm's allreduce hierarchical",
+     kAlgorithmChoices},
     {"bucket_mb", sdk::OptionType::Float, "25", "fusion bucket size in MiB; each bucket is sharded over the ranks"},
     {"first_bucket_mb", sdk::OptionType::Float, "1", "size cap of the first bucket, the first to complete in backward"},
     {"overlap", sdk::OptionType::Bool, "true",
@@ -30,6 +32,11 @@ inline constexpr std::array<sdk::OptionSpec, 4> kZero2Options{{
 
 class Zero2Strategy : public sdk::Strategy {
  public:
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kAsyncCollectives);
+  static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name) {
+    check_algorithm_plan(facts, answer, name);
+  }
+
   Zero2Strategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name);
 
  protected:
