@@ -6,14 +6,13 @@
 
 namespace gradsweep::strategies {
 
-GradientBuckets::GradientBuckets(const std::vector<torch::Tensor>& params, std::int64_t first_bucket_bytes,
-                                 std::int64_t bucket_bytes, torch::ScalarType wire)
-    : params_(params), bucket_of_(params.size()), slot_of_(params.size()) {
-  const std::int64_t element = torch::elementSize(wire);
+std::vector<std::vector<std::size_t>> bucket_groups(const std::vector<torch::Tensor>& params,
+                                                    std::int64_t first_bucket_bytes, std::int64_t bucket_bytes,
+                                                    std::int64_t element_bytes) {
   std::vector<std::vector<std::size_t>> groups;
   std::int64_t bytes = 0;
   for (std::size_t k = params.size(); k-- > 0;) {
-    const std::int64_t size = params[k].numel() * element;
+    const std::int64_t size = params[k].numel() * element_bytes;
     const std::int64_t cap = groups.size() <= 1 ? first_bucket_bytes : bucket_bytes;
     if (groups.empty() || (bytes > 0 && bytes + size > cap)) {
       groups.emplace_back();
@@ -22,6 +21,13 @@ GradientBuckets::GradientBuckets(const std::vector<torch::Tensor>& params, std::
     groups.back().push_back(k);
     bytes += size;
   }
+  return groups;
+}
+
+GradientBuckets::GradientBuckets(const std::vector<torch::Tensor>& params, std::int64_t first_bucket_bytes,
+                                 std::int64_t bucket_bytes, torch::ScalarType wire)
+    : params_(params), bucket_of_(params.size()), slot_of_(params.size()) {
+  const auto groups = bucket_groups(params, first_bucket_bytes, bucket_bytes, torch::elementSize(wire));
   buckets_.resize(groups.size());
   for (std::size_t b = 0; b < groups.size(); ++b) {
     Bucket& bucket = buckets_[b];

@@ -28,6 +28,13 @@ struct Bucket {
   std::unique_ptr<sdk::Request> request;
 };
 
+// Which parameters share a bucket: indices in reverse parameter order, cut where a bucket would pass its
+// cap (`first_bucket_bytes` for the first, `bucket_bytes` after) at `element_bytes` per element. Shared by
+// every bucketed strategy, so that ring's and zero2's buckets are the same.
+std::vector<std::vector<std::size_t>> bucket_groups(const std::vector<torch::Tensor>& params,
+                                                    std::int64_t first_bucket_bytes, std::int64_t bucket_bytes,
+                                                    std::int64_t element_bytes);
+
 class GradientBuckets {
  public:
   using Launch = std::function<void(Bucket&)>;

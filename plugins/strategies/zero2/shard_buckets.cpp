@@ -1,37 +1,18 @@
 #include "shard_buckets.hpp"
 
+#include "gradient_buckets.hpp"
+
 #include <torch/torch.h>
 
 #include <algorithm>
 
 namespace gradsweep::strategies {
-namespace {
-
-// The same grouping as common/gradient_buckets: reverse parameter order, the first bucket capped lower
-// so that communication starts early in backward.
-std::vector<std::vector<std::size_t>> group(const std::vector<torch::Tensor>& params, std::int64_t first_bucket_bytes,
-                                            std::int64_t bucket_bytes, std::int64_t element) {
-  std::vector<std::vector<std::size_t>> groups;
-  std::int64_t bytes = 0;
-  for (std::size_t k = params.size(); k-- > 0;) {
-    const std::int64_t size = params[k].numel() * element;
-    const std::int64_t cap = groups.size() <= 1 ? first_bucket_bytes : bucket_bytes;
-    if (groups.empty() || (bytes > 0 && bytes + size > cap)) {
-      groups.emplace_back();
-      bytes = 0;
-    }
-    groups.back().push_back(k);
-    bytes += size;
-  }
-  return groups;
-}
-
-}  // namespace
 
 ShardBuckets::ShardBuckets(const std::vector<torch::Tensor>& params, std::int64_t first_bucket_bytes,
                            std::int64_t bucket_bytes, torch::ScalarType wire, int rank, int ranks)
     : bucket_of_(params.size()), slot_of_(params.size()) {
-  const auto groups = group(params, first_bucket_bytes, bucket_bytes, torch::elementSize(wire));
+  // The same buckets as ring's (common/gradient_buckets), each then sharded on its own.
+  const auto groups = bucket_groups(params, first_bucket_bytes, bucket_bytes, torch::elementSize(wire));
   buckets_.resize(groups.size());
   for (std::size_t b = 0; b < groups.size(); ++b) {
     ShardBucket& bucket = buckets_[b];
