@@ -135,9 +135,13 @@ TEST(Trace, StepBreakdownAddsUpAndOverlapTellsRingFromDps) {
     EXPECT_GE(b["straggler_index"].get<double>(), 1.0);
     EXPECT_GT(b["exposed_comm_s"].get<double>(), 0.0);
   }
-  // dps allreduces after backward: everything it communicates is exposed. ring overlaps backward.
-  EXPECT_LT(dps.summary["comm"]["overlap"].get<double>(), 0.05) << dps.summary["comm"].dump();
-  EXPECT_GT(ring.summary["comm"]["overlap"].get<double>(), 0.05) << ring.summary["comm"].dump();
+  // dps allreduces after backward: everything it communicates is exposed. ring overlaps backward; how
+  // much depends on the machine's load (0.04 to 0.6 seen on 2 busy cores), so only its sign is asserted.
+  const double dps_overlap = dps.summary["comm"]["overlap"].get<double>();
+  const double ring_overlap = ring.summary["comm"]["overlap"].get<double>();
+  EXPECT_LT(dps_overlap, 0.05) << dps.summary["comm"].dump();
+  EXPECT_GT(ring_overlap, 0.0) << ring.summary["comm"].dump();
+  EXPECT_GT(ring_overlap, dps_overlap) << ring.summary["comm"].dump();
   const auto trace = run_command(gradsweep_command("trace " + (ring.dir / "out").string()));
   EXPECT_EQ(trace.exit_code, 0) << trace.output;
   EXPECT_NE(trace.output.find("trace.json"), std::string::npos) << trace.output;
