@@ -47,6 +47,12 @@ const std::set<std::pair<std::string, std::string>> kAllowed{
     {"sweep_matrix.cpp", "seed"},
     // The step's communication overlap, a field of metrics.jsonl; `ring` happens to have an `overlap` option.
     {"metrics_log.cpp", "overlap"},
+    // The trace's own fields and the host key metrics.trace (sampled|all|off): the rank number of a trace
+    // line, the trace mode; `powersgd` has a `rank` option, `ps` a `mode`, and `sampled` is a plugin's name.
+    {"timeline.cpp", "rank"},
+    {"timeline.cpp", "mode"},
+    {"timeline.cpp", "sampled"},
+    {"trace_merge.cpp", "rank"},
 };
 
 TEST(HostNamesNoPlugin, PlannerAndTrainerHoldNoPluginNameOrOptionKey) {
