@@ -38,6 +38,14 @@ nlohmann::json breakdown_json(const StepBreakdown& b) {
           {"backward_s", b.backward}, {"exposed_comm_s", b.exposed_comm}, {"update_s", b.update},
           {"wait_s", b.wait},   {"other_s", b.other},   {"unaccounted_s", b.unaccounted()}};
 }
+// Running mean: `mean` holds the mean of n - 1 breakdowns; afterwards, of n with `b`.
+void add_to_mean(StepBreakdown& mean, const StepBreakdown& b, std::int64_t n) {
+  const double k = static_cast<double>(n);
+  for (auto field : {&StepBreakdown::step, &StepBreakdown::data, &StepBreakdown::forward, &StepBreakdown::backward,
+                     &StepBreakdown::exposed_comm, &StepBreakdown::update, &StepBreakdown::wait, &StepBreakdown::other})
+    mean.*field += (b.*field - mean.*field) / k;
+}
+
 }  // namespace
 
 const char* to_string(Phase phase) {
@@ -186,16 +194,7 @@ void Timeline::end_step(double seconds) {
   for (Phase p : {Phase::Prologue, Phase::Data, Phase::Forward, Phase::Backward, Phase::EndBackward, Phase::Update})
     b.exposed_comm += blocked_s_[at(p)];
   if (step_ != first_step_ || steps_ - first_step_ == 1) {
-    const double n = static_cast<double>(++measured_);
-    auto mean = [n](double& acc, double v) { acc += (v - acc) / n; };
-    mean(mean_.step, b.step);
-    mean(mean_.data, b.data);
-    mean(mean_.forward, b.forward);
-    mean(mean_.backward, b.backward);
-    mean(mean_.exposed_comm, b.exposed_comm);
-    mean(mean_.update, b.update);
-    mean(mean_.wait, b.wait);
-    mean(mean_.other, b.other);
+    add_to_mean(mean_, b, ++measured_);
   }
   if (!sampled_ || !part_.is_open()) return;
   const std::int64_t start = ns_of(step_start_);
@@ -243,16 +242,7 @@ nlohmann::json Timeline::finish() {
   for (int r = 0; r < comm_.size(); ++r) {
     StepBreakdown b{a[r][0], a[r][1], a[r][2], a[r][3], a[r][4], a[r][5], a[r][6], a[r][7]};
     ranks.push_back(b);
-    const double n = static_cast<double>(r + 1);
-    auto mean = [n](double& acc, double v) { acc += (v - acc) / n; };
-    mean(cell.step, b.step);
-    mean(cell.data, b.data);
-    mean(cell.forward, b.forward);
-    mean(cell.backward, b.backward);
-    mean(cell.exposed_comm, b.exposed_comm);
-    mean(cell.update, b.update);
-    mean(cell.wait, b.wait);
-    mean(cell.other, b.other);
+    add_to_mean(cell, b, r + 1);
   }
   // Over the ranks that compute: a parameter server that only serves has no forward or backward, and
   // its short work time would make the median, and so the index, meaningless.
