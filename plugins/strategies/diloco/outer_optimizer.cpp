@@ -1,30 +1,20 @@
 #include "outer_optimizer.hpp"
 
+#include "number_text.hpp"
+
 #include <gradsweep/sdk/status.hpp>
 
 #include <torch/torch.h>
 
-#include <sstream>
-
 namespace gradsweep::strategies {
-namespace {
-
-// As the user wrote it (0.7, not to_string's 0.700000).
-std::string shown(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
-}  // namespace
 
 OuterOptimizer::OuterOptimizer(const std::string& strategy, double lr, double momentum, bool nesterov)
     : lr_(lr), momentum_(momentum), nesterov_(nesterov) {
   if (!(lr > 0))
-    throw sdk::Error("strategy '" + strategy + "': outer_lr must be > 0, got " + shown(lr) +
+    throw sdk::Error("strategy '" + strategy + "': outer_lr must be > 0, got " + number_text(lr) +
                      " (the paper uses 0.7)");
   if (!(momentum >= 0 && momentum < 1))
-    throw sdk::Error("strategy '" + strategy + "': outer_momentum must be in [0, 1), got " + shown(momentum) +
+    throw sdk::Error("strategy '" + strategy + "': outer_momentum must be in [0, 1), got " + number_text(momentum) +
                      " (the paper uses 0.9)");
 }
 

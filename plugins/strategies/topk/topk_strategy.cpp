@@ -1,23 +1,14 @@
 #include "topk_strategy.hpp"
 
+#include "number_text.hpp"
 #include "strategy_variants.hpp"
 
 #include <torch/torch.h>
 
 #include <cmath>
-#include <sstream>
 #include <string>
 
 namespace gradsweep::strategies {
-namespace {
-
-std::string text(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
-}  // namespace
 
 TopkStrategy::TopkStrategy(const sdk::PluginContext& context)
     : Strategy(context),
@@ -26,9 +17,9 @@ TopkStrategy::TopkStrategy(const sdk::PluginContext& context)
       momentum_(context.options.number("momentum")),
       warmup_steps_(context.options.integer("warmup_steps")) {
   if (!(ratio_percent_ > 0.0 && ratio_percent_ <= 100.0))
-    throw sdk::Error("strategy 'topk': ratio_percent is " + text(ratio_percent_) + " but must be in (0, 100]");
+    throw sdk::Error("strategy 'topk': ratio_percent is " + number_text(ratio_percent_) + " but must be in (0, 100]");
   if (!(momentum_ >= 0.0 && momentum_ < 1.0))
-    throw sdk::Error("strategy 'topk': momentum is " + text(momentum_) + " but must be in [0, 1)");
+    throw sdk::Error("strategy 'topk': momentum is " + number_text(momentum_) + " but must be in [0, 1)");
   if (warmup_steps_ < 0)
     throw sdk::Error("strategy 'topk': warmup_steps is " + std::to_string(warmup_steps_) + " but must be >= 0");
 }
@@ -40,9 +31,9 @@ void TopkStrategy::on_setup(const sdk::StrategySetup& setup) {
   optimizer_.setup(unclipped);
   const sdk::OptimizerSpec& spec = setup.optimizer;
   if (momentum_ > 0.0 && (spec.kind != sdk::OptimizerSpec::Kind::SGD || spec.momentum != 0.0))
-    context().log.warn("momentum correction (momentum " + text(momentum_) + ") assumes plain SGD as the optimizer, but "
+    context().log.warn("momentum correction (momentum " + number_text(momentum_) + ") assumes plain SGD as the optimizer, but "
                        "the experiment's is " + (spec.kind == sdk::OptimizerSpec::Kind::SGD ? "SGD with momentum " +
-                       text(spec.momentum) + " (momentum applied twice)" : std::string("AdamW")) +
+                       number_text(spec.momentum) + " (momentum applied twice)" : std::string("AdamW")) +
                        "; set train.optimizer sgd and train.momentum 0, or strategy.momentum 0");
   compressor_.emplace(optimizer_.params(), ratio_percent_, momentum_);
   const auto options = optimizer_.params().front().options();
@@ -53,7 +44,7 @@ void TopkStrategy::on_setup(const sdk::StrategySetup& setup) {
   all_values_ = torch::zeros({k * ranks}, options);
   all_indices_ = torch::zeros({k * ranks}, options.dtype(torch::kInt));
   context().log.info(std::to_string(k) + " of " + std::to_string(flat_.numel()) +
-                     " gradient elements sent per step (" + text(ratio_percent_) +
+                     " gradient elements sent per step (" + number_text(ratio_percent_) +
                      "% of each tensor, at least one) from step " + std::to_string(warmup_steps_));
   context().metrics.record("selected_elements", static_cast<double>(k));
 }
