@@ -148,7 +148,8 @@ TEST(ThreadRanksFailure, BadArgumentsAreRefusedWithTheMpiBackendsMessages) {
   run_ranks(2, [](sdk::Communicator& comm) {
     torch::Tensor t = torch::ones({4, 4});
     torch::Tensor strided = t.t();
-    EXPECT_TRUE(contains(comm.allreduce(strided, sdk::ReduceOp::Sum).message, "allreduce: the tensor is not contiguous"));
+    EXPECT_TRUE(
+        contains(comm.allreduce(strided, sdk::ReduceOp::Sum).message, "allreduce: the tensor is not contiguous"));
     torch::Tensor out = torch::zeros({7});
     EXPECT_TRUE(contains(comm.allgather(t, out).message, "expected size() x input = 2 x 16"));
     torch::Tensor one = torch::zeros({1});

@@ -109,7 +109,9 @@ void check_bucketed_allreduce(int ranks, sdk::Algorithm algorithm, torch::Scalar
     for (int step = 0; step < 3; ++step) {
       std::shuffle(order.begin(), order.end(), shuffle);
       buckets.begin_step();
-      const auto launch = [&](Bucket& b) { sdk::check(comm.allreduce_async(b.buffer, sdk::ReduceOp::Sum, &b.request)); };
+      const auto launch = [&](Bucket& b) {
+        sdk::check(comm.allreduce_async(b.buffer, sdk::ReduceOp::Sum, &b.request));
+      };
       for (std::size_t i : order) buckets.ready(i, launch);
       buckets.finish(launch);
       for (const Bucket& b : buckets.buckets())

@@ -51,7 +51,9 @@ std::string mismatch(const std::vector<CollectiveCall>& calls) {
 torch::Tensor reduce_in_rank_order(const std::vector<torch::Tensor>& parts, sdk::ReduceOp op) {
   const torch::ScalarType dtype = parts.front().scalar_type();
   const bool widen = dtype == torch::kBFloat16 || dtype == torch::kHalf;
-  const auto operand = [&](const torch::Tensor& t) { return widen ? t.reshape({-1}).to(torch::kFloat) : t.reshape({-1}); };
+  const auto operand = [&](const torch::Tensor& t) {
+    return widen ? t.reshape({-1}).to(torch::kFloat) : t.reshape({-1});
+  };
   torch::Tensor acc = operand(parts.front()).clone();
   for (std::size_t r = 1; r < parts.size(); ++r) {
     const torch::Tensor next = operand(parts[r]);

@@ -135,6 +135,11 @@ void RankHub::check_failed(int rank, const std::string& what) const {
 // that the rank which completes the picture of a deadlock can describe it.
 void RankHub::block(Lock& lock, int rank, const std::string& what, const std::function<bool()>& ready) {
   if (ready()) return;
+  // The deadlock check takes a rank whose thread waits to be a rank that waits: a second thread of the
+  // same rank could be the one to unblock it, so such use is refused rather than misjudged.
+  if (waiting_[rank])
+    throw std::logic_error(what + " on rank " + std::to_string(rank) + ": another thread of this rank waits in " +
+                           waiting_[rank]->what + "; the thread-ranks harness takes one calling thread per rank");
   waiting_[rank] = Waiter{what, ready};
   struct Leave {
     std::optional<Waiter>& slot;

@@ -277,7 +277,8 @@ sdk::Status ThreadCommunicator::allreduce_async_by(sdk::Algorithm algorithm, tor
 }
 
 sdk::Status ThreadCommunicator::reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output,
-                                                     sdk::ReduceOp op, std::unique_ptr<sdk::Request>* request) noexcept {
+                                                     sdk::ReduceOp op,
+                                                     std::unique_ptr<sdk::Request>* request) noexcept {
   return reduce_scatter_async_by(sdk::Algorithm::Native, input, output, op, request);
 }
 

@@ -53,7 +53,8 @@ void run_ranks(int ranks, const RankBody& body, const RanksOptions& options) {
   if (!outcome.failure) return;
   const HubFailure& f = *outcome.failure;
   if (f.rank < 0) throw RankFailure(-1, "thread ranks: " + f.message);
-  throw RankFailure(f.rank, "rank " + std::to_string(f.rank) + " of " + std::to_string(ranks) + " failed: " + f.message);
+  throw RankFailure(f.rank,
+                    "rank " + std::to_string(f.rank) + " of " + std::to_string(ranks) + " failed: " + f.message);
 }
 
 }  // namespace gradsweep::test

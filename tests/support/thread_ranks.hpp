@@ -15,6 +15,7 @@
 // which the ranks cannot go on (a deadlock, a rank that returned without joining a collective, collectives
 // left half-joined, a wait past the safety timeout) throws RankFailure with rank -1 and what each rank
 // was waiting for. The body may take `sdk::Communicator&` or `ThreadCommunicator&` (for take_stats()).
+// One thread per rank calls its communicator (the body's); the deadlock check relies on it.
 #include "support/thread_communicator.hpp"
 
 #include <functional>
