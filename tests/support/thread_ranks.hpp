@@ -10,6 +10,10 @@
 //     sdk::collective::allreduce(comm, t);  // 0+1+2+3 on every rank
 //   });
 //
+// A parameter server's protocol the same way: rank 0 loops on comm.recv_any(t, kPushTag, &source) and
+// answers with comm.send(reply, source, kPullTag); the workers send and recv. Sends never block, and
+// RanksOptions::features can take kRecvAny away to see a strategy refuse a backend without it.
+//
 // A rank that throws ends the run: every rank waiting in a call, or making one later, gets an error
 // naming the rank that threw, and run_ranks throws RankFailure with that rank and its message. A run in
 // which the ranks cannot go on (a deadlock, a rank that returned without joining a collective, collectives
