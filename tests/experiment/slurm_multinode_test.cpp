@@ -1,0 +1,204 @@
+// Slurm across emulated nodes (slurm_multinode_cluster.hpp): srun --mpi=pmix jobs spanning 2 and 4 nodes,
+// each task in its own node's namespace and MPI's traffic over the nodes' links; `gradsweep run --launcher
+// slurm` with cells of 2 nodes x 1 rank, one run to the end and one cancelled mid-way and resumed.
+#include "experiment/slurm_multinode_cluster.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace gradsweep::test {
+namespace {
+namespace fs = std::filesystem;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+// One task per node: each reports its rank, host name and addresses; every node answers once, under its own
+// name and address. Then `gradsweep bench comm` as an MPI job of one rank per node: the ranks see one rank
+// per host, and every node's link carries at least what an allreduce must send.
+void expect_one_rank_per_node(int nodes) {
+  SlurmMultinodeCluster& c = *slurm_multinode_cluster(nodes);
+  const std::string n = std::to_string(nodes);
+  const CommandResult where = run_command("timeout 60 srun -N " + n + " -n " + n +
+                                          " --ntasks-per-node=1 /bin/sh -c 'echo $SLURM_PROCID $(hostname) "
+                                          "$(hostname -I)' 2>&1");
+  ASSERT_EQ(where.exit_code, 0) << where.output << c.logs();
+  std::set<std::string> seen;
+  for (const std::string& line : lines_of(where.output)) seen.insert(line.substr(line.find(' ') + 1));
+  std::set<std::string> expected;
+  for (int i = 0; i < nodes; ++i) expected.insert(c.node(i) + " " + c.address(i));
+  EXPECT_EQ(seen, expected) << where.output;
+
+  constexpr std::uint64_t kBytes = 4u << 20;
+  constexpr int kCalls = 4;  // 1 warm-up + 3 timed
+  std::vector<std::uint64_t> before;
+  for (int i = 0; i < nodes; ++i) before.push_back(c.bytes_sent_by(i));
+  const CommandResult bench =
+      run_command("timeout 120 srun --mpi=pmix -N " + n + " -n " + n + " " + gradsweep_binary().string() +
+                  " bench comm --min-bytes 4MiB --max-bytes 4MiB --iters 3 --warmup 1 --algorithms native --threads 1 2>&1");
+  ASSERT_EQ(bench.exit_code, 0) << bench.output << c.logs();
+  EXPECT_NE(bench.output.find(n + " ranks (mpi, 1 on this node)"), std::string::npos) << bench.output;
+  // An allreduce of S bytes on N ranks sends at least (N-1)/N x S from every rank, whatever its algorithm.
+  for (int i = 0; i < nodes; ++i)
+    EXPECT_GE(c.bytes_sent_by(i) - before[i], kCalls * kBytes * (nodes - 1) / nodes) << c.node(i) << "\n" << bench.output;
+}
+
+TEST(SlurmMultinode, SrunPmixRunsOneRankOnEachOfTwoNodes) {
+  GRADSWEEP_REQUIRE_SLURM_NODES(2);
+  expect_one_rank_per_node(2);
+}
+
+TEST(SlurmMultinode, SrunPmixRunsOneRankOnEachOfFourNodes) {
+  GRADSWEEP_REQUIRE_SLURM_NODES(4);
+  expect_one_rank_per_node(4);
+}
+
+// A sweep of one ring cell on 2 nodes x 1 rank, `steps` steps, checkpoints every 2.
+fs::path write_two_node_sweep(const fs::path& dir, int steps) {
+  const fs::path corpus = byte_corpus();
+  write_text(dir / "sweep.yaml",
+             "name: slurm-two-nodes\n"
+             "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+             "strategy: {name: ring}\n"
+             "data: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() + "}\n"
+             "train: {steps: " + std::to_string(steps) + ", batch_size: 8, seq_len: 32, lr: 1e-3}\n"
+             "eval: {batches: 2}\n"
+             "checkpoint: {every: 2}\n"
+             "metrics: {peak_flops: 1e10}\n"
+             "launcher: {nodes: 2, ranks_per_node: 1, threads: 1, slurm: {time: '00:10:00'}}\n");
+  return dir / "sweep.yaml";
+}
+
+std::string run_sweep(const fs::path& sweep, const fs::path& out, int timeout_s) {
+  return "timeout " + std::to_string(timeout_s) + " " + gradsweep_binary().string() + " run " + sweep.string() +
+         " --out " + out.string() + " --launcher slurm 2>&1";
+}
+
+fs::path only_cell(const fs::path& out) {
+  std::vector<fs::path> cells;
+  for (const auto& e : fs::directory_iterator(out / "cells")) cells.push_back(e.path());
+  return cells.size() == 1 ? cells[0] : fs::path();
+}
+
+// The nodes Slurm gave the cell's job (its status.json names it; ended jobs stay visible: MinJobAge).
+std::string job_nodes(const fs::path& cell) {
+  const std::string job = nlohmann::json::parse(read_text(cell / "status.json")).value("job", "");
+  std::smatch m;
+  const std::string show = run_command("scontrol -o show job " + job + " 2>&1").output;
+  return std::regex_search(show, m, std::regex(" NodeList=(\\S+)")) ? m[1].str() : show;
+}
+
+// Each rank of the cell ran alone on its node (rank-K.log: "(1 ranks on this node)"), as 2 ranks.
+void expect_ranks_on_two_nodes(const fs::path& cell) {
+  EXPECT_NE(read_text(cell / "summary.json").find("\"world_size\": 2"), std::string::npos) << read_text(cell / "summary.json");
+  for (const char* log : {"rank-0.log", "rank-1.log"})
+    EXPECT_NE(read_text(cell / log).find("(1 ranks on this node)"), std::string::npos) << log << ": " << read_text(cell / log);
+}
+
+TEST(SlurmMultinode, SweepCellOfTwoNodesRunsToOkWithARankOnEachNode) {
+  GRADSWEEP_REQUIRE_SLURM_NODES(2);
+  SlurmMultinodeCluster& c = *slurm_multinode_cluster(2);
+  const fs::path dir = scratch_dir();
+  const fs::path out = dir / "out";
+  const std::uint64_t sent_before[] = {c.bytes_sent_by(0), c.bytes_sent_by(1)};
+  const CommandResult r = run_command(run_sweep(write_two_node_sweep(dir, 6), out, 240));
+  ASSERT_EQ(r.exit_code, 0) << r.output << c.logs();
+  const fs::path cell = only_cell(out);
+  ASSERT_FALSE(cell.empty()) << r.output;
+  EXPECT_NE(read_text(cell / "status.json").find("\"state\": \"ok\""), std::string::npos) << read_text(cell / "status.json");
+  expect_ranks_on_two_nodes(cell);
+  EXPECT_EQ(job_nodes(cell), "gsc-" + c.spec().name + "-n[0-1]");
+  // The batch script ran on the job's first node, and so did provenance.json's facts.
+  const nlohmann::json provenance = nlohmann::json::parse(read_text(cell / "provenance.json"));
+  EXPECT_EQ(provenance.value("host", ""), c.node(0)) << provenance.dump();
+  // The ring's gradients crossed both links: each rank's bytes_sent, summed over the steps, left its node.
+  std::uint64_t sent_per_rank = 0;
+  std::ifstream metrics(cell / "metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);)
+    sent_per_rank += nlohmann::json::parse(line).value("bytes_sent", std::uint64_t{0});
+  EXPECT_GT(sent_per_rank, 0u);
+  for (int i = 0; i < 2; ++i) EXPECT_GE(c.bytes_sent_by(i) - sent_before[i], sent_per_rank) << c.node(i);
+}
+
+// Waits until the cell has written `steps` metrics lines while running; returns its Slurm job ("" if not).
+std::string wait_for_progress(const fs::path& cell_dir_parent, std::size_t steps, fs::path* cell) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < until) {
+    std::error_code ec;
+    if (fs::exists(cell_dir_parent / "cells", ec) && !(*cell = only_cell(cell_dir_parent)).empty() &&
+        fs::exists(*cell / "metrics.jsonl") && lines_of(read_text(*cell / "metrics.jsonl")).size() >= steps) {
+      const std::string status = read_text(*cell / "status.json");
+      std::smatch m;
+      if (status.find("\"running\"") != std::string::npos &&
+          std::regex_search(status, m, std::regex("\"job\": \"([0-9_]+)\"")))
+        return m[1].str();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return "";
+}
+
+// Processes inside node i other than its slurmd (what a cancelled job left behind).
+int processes_besides_slurmd(const SlurmMultinodeCluster& c, int i) {
+  const std::string pids = run_command("ip netns pids " + c.node(i)).output;
+  return static_cast<int>(lines_of(pids).size()) - 1;
+}
+
+TEST(SlurmMultinode, CancelledTwoNodeCellLeavesNothingOnItsNodesAndTheNextRunResumesIt) {
+  GRADSWEEP_REQUIRE_SLURM_NODES(2);
+  SlurmMultinodeCluster& c = *slurm_multinode_cluster(2);
+  const fs::path dir = scratch_dir();
+  const fs::path out = dir / "out";
+  const fs::path sweep = write_two_node_sweep(dir, 100);
+  CommandResult first;
+  std::thread follower([&] { first = run_command(run_sweep(sweep, out, 240)); });
+  fs::path cell;
+  const std::string job = wait_for_progress(out, 8, &cell);
+  if (job.empty()) {
+    run_command("scancel --user=root");
+    follower.join();
+    FAIL() << "the cell did not start training: " << first.output << c.logs();
+  }
+  ASSERT_EQ(run_command("scancel " + job).exit_code, 0);
+  follower.join();
+  EXPECT_NE(first.exit_code, 0) << first.output;
+  const nlohmann::json status = nlohmann::json::parse(read_text(cell / "status.json"));
+  EXPECT_EQ(status.value("state", ""), "interrupted") << status.dump() << "\n" << first.output;
+  EXPECT_NE(status.value("reason", "").find("CANCELLED"), std::string::npos) << status.dump();
+  EXPECT_EQ(job_nodes(cell), "gsc-" + c.spec().name + "-n[0-1]");
+  // Slurm took the ranks down on both nodes: only the slurmds are left there.
+  for (int i = 0; i < 2; ++i) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (processes_besides_slurmd(c, i) > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    EXPECT_EQ(processes_besides_slurmd(c, i), 0) << c.node(i) << ": " << run_command("ip netns pids " + c.node(i) +
+                                                                                    " | xargs -r ps -o pid,args -p").output;
+  }
+
+  // The next run submits the interrupted cell again: both ranks resume from a checkpoint and finish.
+  const CommandResult second = run_command(run_sweep(sweep, out, 240));
+  ASSERT_EQ(second.exit_code, 0) << second.output << read_text(cell / "launcher.log") << c.logs();
+  EXPECT_NE(read_text(cell / "status.json").find("\"state\": \"ok\""), std::string::npos) << read_text(cell / "status.json");
+  std::smatch m;
+  const std::string rank0 = read_text(cell / "rank-0.log");
+  ASSERT_TRUE(std::regex_search(rank0, m, std::regex("resumed from .* at step ([0-9]+)"))) << rank0;
+  EXPECT_GT(std::stoi(m[1]), 0) << rank0;
+  expect_ranks_on_two_nodes(cell);
+  EXPECT_EQ(job_nodes(cell), "gsc-" + c.spec().name + "-n[0-1]");
+}
+
+}  // namespace
+}  // namespace gradsweep::test
