@@ -6,12 +6,17 @@
 #include "experiment/slurm_daemons.hpp"
 #include "support/test_support.hpp"
 
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -33,6 +38,43 @@ std::string cluster_name() {
 // Open MPI under srun: TCP between nodes on the cluster's subnet only (inside a node that is its one
 // interface anyway), shared memory within a node, as `gradsweep cluster exec` sets for mpirun.
 const char* const kMpiVariables[] = {"OMPI_MCA_btl", "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"};
+
+// What the watchdog does when the test process dies before its teardown (Ctrl-C, SIGKILL, a crash): stop
+// the daemons, bring the cluster down, remove the directory.
+void tear_down_orphan(const fs::path& dir, const std::string& name) {
+  // The cluster first: that SIGKILLs the slurmds and the jobs' processes in the nodes at once, where
+  // SIGTERM would give each slurmd seconds; then slurmctld and munged.
+  try {
+    if (fs::exists(cluster::state_dir(name))) cluster::bring_down(name);
+  } catch (const std::exception& e) {
+    std::cerr << "slurm multinode watchdog: " << e.what() << "\n";
+  }
+  stop_cluster_daemons(dir);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// A process of its own session (Ctrl-C reaches the test's process group, not it) that waits on a pipe
+// only the test process writes to: one byte means the test tore everything down itself, end of file
+// without one means the test process is gone. Returns the pipe's write end; *pid gets the watchdog's id.
+int start_watchdog(const fs::path& dir, const std::string& name, pid_t* pid) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed for the Slurm watchdog");
+  *pid = ::fork();
+  if (*pid < 0) throw std::runtime_error("fork failed for the Slurm watchdog");
+  if (*pid > 0) {
+    ::close(fds[0]);
+    return fds[1];
+  }
+  ::setsid();
+  ::close(fds[1]);
+  char byte = 0;
+  ssize_t n = 0;
+  do n = ::read(fds[0], &byte, 1);
+  while (n < 0 && errno == EINTR);
+  if (n != 1) tear_down_orphan(dir, name);
+  ::_exit(0);
+}
 
 std::unique_ptr<SlurmMultinodeCluster>& cluster_slot() {
   static std::unique_ptr<SlurmMultinodeCluster> cluster;
@@ -58,7 +100,7 @@ const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new Multino
 std::string SlurmMultinodeCluster::unavailable_reason() {
   if (std::string reason = slurm_unavailable_reason(); !reason.empty()) return reason;
   try {
-    cluster::require_network_admin("the multi-node Slurm tests");
+    cluster::require_network_admin("a multi-node test Slurm");
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -72,9 +114,17 @@ SlurmMultinodeCluster::SlurmMultinodeCluster(int nodes, const std::string& link,
   wanted.name = cluster_name();
   wanted.nodes = nodes;
   wanted.link_bits_per_second = cluster::parse_bandwidth(link, "link");
-  spec_ = cluster::bring_up(wanted, &owner_);
+  dir_ = make_cluster_dir();
   try {
-    dir_ = make_cluster_dir();
+    // Before bring_up: the watchdog must not inherit the cluster's owner lock (it would keep it owned).
+    watchdog_fd_ = start_watchdog(dir_, wanted.name, &watchdog_pid_);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    throw;
+  }
+  try {
+    spec_ = cluster::bring_up(wanted, &owner_);
     const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     // slurmctld listens on every address of the root namespace, the nodes reach it on the bridge. Each
     // slurmd has a namespace and an address of its own, so all can use one port.
@@ -147,22 +197,28 @@ void SlurmMultinodeCluster::wait_until_idle(int timeout_s) {
 }
 
 void SlurmMultinodeCluster::stop() {
-  if (!dir_.empty()) {
-    // Jobs first: slurmstepd and the ranks it started outlive slurmd.
-    run_command("scancel --user=root >/dev/null 2>&1; sleep 1");
-    stop_cluster_daemons(dir_);
-  }
+  // Jobs first: slurmstepd and the ranks it started outlive slurmd.
+  if (fs::exists(conf())) run_command("scancel --user=root >/dev/null 2>&1; sleep 1");
+  stop_cluster_daemons(dir_);
   ::unsetenv("SLURM_CONF");
   for (const char* variable : kMpiVariables) ::unsetenv(variable);
   // Whatever still runs in the nodes (a step slurmd left behind) is killed with the namespaces.
-  try {
-    cluster::bring_down(spec_.name);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "bringing the emulated cluster down: " << e.what();
+  if (owner_ != nullptr) {
+    try {
+      cluster::bring_down(spec_.name);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "bringing the emulated cluster down: " << e.what();
+    }
+    owner_.reset();
   }
-  owner_.reset();
   std::error_code ec;
-  if (!dir_.empty() && std::getenv("GRADSWEEP_KEEP_SLURM_DIR") == nullptr) fs::remove_all(dir_, ec);
+  if (std::getenv("GRADSWEEP_KEEP_SLURM_DIR") == nullptr) fs::remove_all(dir_, ec);
+  // Done: the watchdog may go.
+  const char done = 'x';
+  if (::write(watchdog_fd_, &done, 1) != 1) ADD_FAILURE() << "could not dismiss the Slurm watchdog";
+  ::close(watchdog_fd_);
+  ::waitpid(watchdog_pid_, nullptr, 0);
+  watchdog_fd_ = -1;
 }
 
 std::uint64_t SlurmMultinodeCluster::bytes_sent_by(int i) const {

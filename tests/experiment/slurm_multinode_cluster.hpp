@@ -9,13 +9,16 @@
 //
 // Needs root, slurm-wlm + munge, and what `gradsweep cluster up` needs (ip, tc, unshare); nsenter too.
 // Without them the tests skip and say why. One cluster per test process, replaced when a test asks for
-// another node count, stopped after the last test; the emulated cluster belongs to the test process (an
-// owner lock), so if the process dies its namespaces, with the slurmds in them, go at the next `cluster up`,
-// and its slurmctld and munged at the next Slurm test's start (slurm_daemons.hpp).
+// another node count, stopped after the last test. If the test process dies first (Ctrl-C, SIGKILL, a
+// crash), a watchdog process started with the cluster stops the daemons and brings the cluster down; were
+// the watchdog killed too, the emulated cluster still belongs to the test process (an owner lock), so its
+// namespaces, with the slurmds in them, go at the next `cluster up`, and its slurmctld and munged at the
+// next Slurm test's start (slurm_daemons.hpp).
 #include "cluster/cluster_owner.hpp"
 #include "cluster/cluster_spec.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <filesystem>
 #include <memory>
@@ -56,6 +59,8 @@ class SlurmMultinodeCluster {
   cluster::ClusterSpec spec_;
   std::unique_ptr<cluster::OwnerLock> owner_;
   std::filesystem::path dir_;
+  int watchdog_fd_ = -1;
+  pid_t watchdog_pid_ = -1;
 };
 
 // The running cluster of `nodes` nodes, started on first use (a cluster of another size is stopped first).

@@ -1,14 +1,20 @@
 // Slurm across emulated nodes (slurm_multinode_cluster.hpp): srun --mpi=pmix jobs spanning 2 and 4 nodes,
 // each task in its own node's namespace and MPI's traffic over the nodes' links; `gradsweep run --launcher
-// slurm` with cells of 2 nodes x 1 rank, one run to the end and one cancelled mid-way and resumed.
+// slurm` with cells of 2 nodes x 1 rank, one run to the end and one cancelled mid-way and resumed; a test
+// process interrupted while its cluster runs a job leaves nothing behind.
 #include "experiment/slurm_multinode_cluster.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -198,6 +204,75 @@ TEST(SlurmMultinode, CancelledTwoNodeCellLeavesNothingOnItsNodesAndTheNextRunRes
   EXPECT_GT(std::stoi(m[1]), 0) << rank0;
   expect_ranks_on_two_nodes(cell);
   EXPECT_EQ(job_nodes(cell), "gsc-" + c.spec().name + "-n[0-1]");
+}
+
+// How many of the job's ranks below run (pgrep counts).
+constexpr const char* kSleepers = "pgrep -c -f '^[a-z/]*sleep 4321$'";
+
+// Not run by itself (DISABLED_): the test process that the next test interrupts. It brings up a 2-node Slurm,
+// starts a job on both nodes, says where everything is, and waits to be killed.
+TEST(SlurmMultinode, DISABLED_HoldsATwoNodeClusterWithAJobUntilInterrupted) {
+  GRADSWEEP_REQUIRE_SLURM_NODES(2);
+  SlurmMultinodeCluster& c = *slurm_multinode_cluster(2);
+  const CommandResult job = run_command("sbatch -N 2 --ntasks-per-node=1 -o /dev/null --wrap 'srun sleep 4321' 2>&1");
+  ASSERT_EQ(job.exit_code, 0) << job.output;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  // srun runs the command by its full path: "/usr/bin/sleep 4321" on each node (not the batch step's srun).
+  while (run_command(kSleepers).output != "2\n" && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(run_command(kSleepers).output, "2\n") << "the job did not start on both nodes\n" << c.logs();
+  std::cout << "READY " << ::getpid() << " " << c.spec().name << " " << c.dir().string();
+  const std::vector<std::string> pid_files = {"slurmctld.pid", "munge/munged.pid", "slurmd-" + c.node(0) + ".pid",
+                                              "slurmd-" + c.node(1) + ".pid"};
+  for (const std::string& file : pid_files) std::cout << " " << std::stol("0" + read_text(c.dir() / file));
+  std::cout << std::endl;
+  std::this_thread::sleep_for(std::chrono::seconds(120));
+}
+
+// Ctrl-C of a test (SIGINT to the test process, no destructor runs): the cluster's watchdog stops the
+// daemons and brings the emulated cluster down, with the job's processes in it.
+TEST(SlurmMultinode, InterruptedTestProcessLeavesNoDaemonNamespaceJobOrDirectory) {
+  if (const std::string reason = SlurmMultinodeCluster::unavailable_reason(); !reason.empty())
+    GTEST_SKIP() << "multi-node Slurm tests skipped: " << reason;
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  FILE* child = ::popen(("exec " + self +
+                         " --gtest_also_run_disabled_tests --gtest_filter='SlurmMultinode.DISABLED_Holds*' 2>&1")
+                            .c_str(), "r");
+  ASSERT_NE(child, nullptr);
+  std::string output, ready;
+  char line[4096];
+  while (ready.empty() && std::fgets(line, sizeof line, child) != nullptr) {
+    output += line;
+    if (std::string(line).rfind("READY ", 0) == 0) ready = line;
+  }
+  std::istringstream fields(ready.substr(6));
+  pid_t pid = 0;
+  std::string name, dir;
+  fields >> pid >> name >> dir;
+  std::vector<pid_t> daemons;  // slurmctld, munged, the two slurmds
+  for (pid_t daemon = 0; fields >> daemon;) daemons.push_back(daemon);
+  if (pid > 0) ::kill(pid, SIGINT);
+  while (std::fgets(line, sizeof line, child) != nullptr) output += line;
+  ::pclose(child);
+  ASSERT_GT(pid, 0) << output;
+
+  EXPECT_EQ(daemons.size(), 4u) << ready;
+  auto left = [&] {
+    std::string found;
+    if (fs::exists(dir)) found += "directory " + dir + "\n";
+    if (fs::exists("/run/gradsweep/clusters/" + name)) found += "cluster state of " + name + "\n";
+    found += run_command("ip netns list | grep '^gsc-" + name + "-'").output;
+    found += run_command(std::string(kSleepers) + " | sed 's/^/ranks of the job: /' | grep -v ': 0$'").output;
+    for (const pid_t daemon : daemons)
+      if (daemon > 1 && ::kill(daemon, 0) == 0) found += "daemon " + std::to_string(daemon) + "\n";
+    return found;
+  };
+  const auto killed = std::chrono::steady_clock::now();
+  while (!left().empty() && std::chrono::steady_clock::now() < killed + std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(left(), "") << output;
+  std::cout << "everything gone " << std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count()
+            << " s after SIGINT\n";
 }
 
 }  // namespace
