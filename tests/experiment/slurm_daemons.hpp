@@ -3,9 +3,12 @@
 // nodes) share: whether this machine can run the daemons, a private munged, ports, pid files, logs, and
 // stopping the daemons of a test process that died before it could.
 //
+// Also releasing a requeued job (both clusters' requeue tests).
+//
 // Every cluster lives in a directory /tmp/gradsweep-slurm-XXXXXX holding owner.pid (the test process),
 // slurmctld.pid, munge/munged.pid and the slurmd pid files; stop_orphaned_clusters() finds them by that.
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <string>
 
@@ -43,5 +46,9 @@ void stop_cluster_daemons(const std::filesystem::path& dir);
 void stop_orphaned_clusters();
 
 std::string tail_of(const std::filesystem::path& file, int lines);
+
+// After `scontrol requeue <job>` at `requeued_at`: lifts Slurm's hold on the job as early as is safe and
+// waits until it runs again (a test failure if not within 60 s). Why not at once: slurm_daemons.cpp.
+void release_requeued(const std::string& job, std::time_t requeued_at);
 
 }  // namespace gradsweep::test

@@ -1,7 +1,8 @@
 // Slurm across emulated nodes (slurm_multinode_cluster.hpp): srun --mpi=pmix jobs spanning 2 and 4 nodes,
 // each task in its own node's namespace and MPI's traffic over the nodes' links; `gradsweep run --launcher
-// slurm` with cells of 2 nodes x 1 rank, one run to the end and one cancelled mid-way and resumed; a test
+// slurm` with cells of 2 nodes x 1 rank, one run to the end and one requeued, cancelled and resumed; a test
 // process interrupted while its cluster runs a job leaves nothing behind.
+#include "experiment/slurm_daemons.hpp"
 #include "experiment/slurm_multinode_cluster.hpp"
 #include "support/test_support.hpp"
 
@@ -11,10 +12,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -163,21 +167,69 @@ int processes_besides_slurmd(const SlurmMultinodeCluster& c, int i) {
   return static_cast<int>(lines_of(pids).size()) - 1;
 }
 
-TEST(SlurmMultinode, CancelledTwoNodeCellLeavesNothingOnItsNodesAndTheNextRunResumesIt) {
+// The steps a rank resumed from, one per resumed run ("resumed from .../checkpoint at step K"; the rank's
+// log is appended to by every run of the cell).
+std::vector<int> resumed_steps(const fs::path& rank_log) {
+  const std::string log = read_text(rank_log);
+  const std::regex resumed("resumed from .* at step ([0-9]+)");
+  std::vector<int> steps;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), resumed); it != std::sregex_iterator(); ++it)
+    steps.push_back(std::stoi((*it)[1]));
+  return steps;
+}
+
+// True when both ranks of the cell have resumed `runs` times, each time from a step past 0.
+bool both_ranks_resumed(const fs::path& cell, std::size_t runs) {
+  for (const char* rank : {"rank-0.log", "rank-1.log"}) {
+    const std::vector<int> steps = resumed_steps(cell / rank);
+    if (steps.size() != runs || std::find(steps.begin(), steps.end(), 0) != steps.end()) return false;
+  }
+  return true;
+}
+
+// Waits until both ranks of the cell's requeued run have resumed; true if the run is still going then.
+bool wait_for_resumed_run(const fs::path& cell) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (std::chrono::steady_clock::now() < until) {
+    if (both_ranks_resumed(cell, 1)) return read_text(cell / "status.json").find("\"running\"") != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+// The life of a 2-node cell under Slurm: requeued mid-way (`scontrol requeue`), its task runs again on both
+// nodes and resumes from the checkpoint; then cancelled (`scancel`): interrupted, nothing left on its nodes;
+// the next `gradsweep run` submits it again, it resumes once more and ends ok.
+TEST(SlurmMultinode, RequeuedThenCancelledTwoNodeCellResumesEachTimeAndLeavesNothingOnItsNodes) {
   GRADSWEEP_REQUIRE_SLURM_NODES(2);
   SlurmMultinodeCluster& c = *slurm_multinode_cluster(2);
   const fs::path dir = scratch_dir();
   const fs::path out = dir / "out";
-  const fs::path sweep = write_two_node_sweep(dir, 100);
+  const fs::path sweep = write_two_node_sweep(dir, 150);
   CommandResult first;
   std::thread follower([&] { first = run_command(run_sweep(sweep, out, 240)); });
+  // Whatever fails below, the follower must end before the test does.
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) {
+        run_command("scancel --user=root");
+        t.join();
+      }
+    }
+  } join{follower};
   fs::path cell;
   const std::string job = wait_for_progress(out, 8, &cell);
-  if (job.empty()) {
-    run_command("scancel --user=root");
-    follower.join();
-    FAIL() << "the cell did not start training: " << first.output << c.logs();
-  }
+  ASSERT_FALSE(job.empty()) << "the cell did not start training: " << c.logs();
+
+  const std::time_t requeued_at = std::time(nullptr);
+  const CommandResult requeue = run_command("scontrol requeue " + job + " 2>&1");
+  ASSERT_EQ(requeue.exit_code, 0) << requeue.output;
+  release_requeued(job, requeued_at);
+  ASSERT_TRUE(wait_for_resumed_run(cell)) << read_text(cell / "launcher.log") << read_text(cell / "status.json");
+  EXPECT_NE(read_text(cell / "launcher.log").find("(restart 1) on " + c.node(0)), std::string::npos)
+      << read_text(cell / "launcher.log");
+
   ASSERT_EQ(run_command("scancel " + job).exit_code, 0);
   follower.join();
   EXPECT_NE(first.exit_code, 0) << first.output;
@@ -194,16 +246,20 @@ TEST(SlurmMultinode, CancelledTwoNodeCellLeavesNothingOnItsNodesAndTheNextRunRes
                                                                                     " | xargs -r ps -o pid,args -p").output;
   }
 
-  // The next run submits the interrupted cell again: both ranks resume from a checkpoint and finish.
   const CommandResult second = run_command(run_sweep(sweep, out, 240));
   ASSERT_EQ(second.exit_code, 0) << second.output << read_text(cell / "launcher.log") << c.logs();
   EXPECT_NE(read_text(cell / "status.json").find("\"state\": \"ok\""), std::string::npos) << read_text(cell / "status.json");
-  std::smatch m;
-  const std::string rank0 = read_text(cell / "rank-0.log");
-  ASSERT_TRUE(std::regex_search(rank0, m, std::regex("resumed from .* at step ([0-9]+)"))) << rank0;
-  EXPECT_GT(std::stoi(m[1]), 0) << rank0;
+  EXPECT_TRUE(both_ranks_resumed(cell, 2)) << read_text(cell / "rank-0.log") << read_text(cell / "rank-1.log");
   expect_ranks_on_two_nodes(cell);
   EXPECT_EQ(job_nodes(cell), "gsc-" + c.spec().name + "-n[0-1]");
+}
+
+// A process that exists and is not a zombie (a killed daemon waits for init to reap it).
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::size_t paren = text.rfind(") ");
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
 }
 
 // How many of the job's ranks below run (pgrep counts).
@@ -264,7 +320,7 @@ TEST(SlurmMultinode, InterruptedTestProcessLeavesNoDaemonNamespaceJobOrDirectory
     found += run_command("ip netns list | grep '^gsc-" + name + "-'").output;
     found += run_command(std::string(kSleepers) + " | sed 's/^/ranks of the job: /' | grep -v ': 0$'").output;
     for (const pid_t daemon : daemons)
-      if (daemon > 1 && ::kill(daemon, 0) == 0) found += "daemon " + std::to_string(daemon) + "\n";
+      if (daemon > 1 && running(daemon)) found += "daemon " + std::to_string(daemon) + "\n";
     return found;
   };
   const auto killed = std::chrono::steady_clock::now();
