@@ -4,6 +4,7 @@
 #include "experiment/slurm/shell_quote.hpp"
 #include "experiment/slurm/slurm_launcher.hpp"
 #include "experiment/slurm_cluster.hpp"
+#include "experiment/slurm_daemons.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -131,35 +132,6 @@ std::string wait_for_progress(const PlannedCell& cell, std::size_t steps, int ti
   return "";
 }
 
-// True while a slurmstepd of Slurm job `raw_id` ("1" for array task 1_0) runs on this machine (the test
-// cluster's only node): its title is "slurmstepd: [<id>.batch]" or "[<id>.<step>]".
-bool old_run_still_there(const std::string& raw_id) {
-  return run_command("pgrep -f '^slurmstepd: \\[" + raw_id + "\\.' >/dev/null").exit_code == 0;
-}
-
-// Slurm holds a requeued job back for about two minutes (its BeginTime) so that everything of the old run
-// has reached slurmctld before the new one starts; a test does not wait that long, but it must not start
-// the new run earlier than that either. Without accounting storage (this cluster) slurmctld applies a late
-// batch-completion message of the old run to the new one (same job id, same node): the job then ended
-// FAILED (NonZeroExitCode) with the old srun's exit code. So the hold is lifted only once the old run's
-// slurmstepds are gone (the batch one reports the script's end before it exits) and the clock has moved past
-// the second of the requeue (a launch credential from that second counts as revoked).
-void release_requeued(const std::string& job, std::time_t requeued_at) {
-  const test::CommandResult show = run_command("scontrol -o show job " + job);
-  std::smatch m;
-  const std::string raw_id = std::regex_search(show.output, m, std::regex("JobId=([0-9]+)")) ? m[1].str() : "";
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < until) {
-    const std::string state = run_command("squeue -h -j " + job + " -o '%T %r' 2>&1").output;
-    if (state.rfind("RUNNING", 0) == 0) return;
-    if (state.find("BeginTime") != std::string::npos && std::time(nullptr) > requeued_at + 1 &&
-        !raw_id.empty() && !old_run_still_there(raw_id))
-      run_command("scontrol update JobId=" + job + " StartTime=now");
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  ADD_FAILURE() << "requeued job " << job << " did not run again within 60 s: " << show.output;
-}
-
 TEST(SlurmLauncher, ArraysPerShapeRunEveryCellToOk) {
   GRADSWEEP_REQUIRE_SLURM();
   const fs::path out = test::scratch_dir();
@@ -273,7 +245,7 @@ TEST(SlurmLauncher, RequeuedTaskResumesFromTheCheckpoint) {
   const std::time_t requeued_at = std::time(nullptr);
   const test::CommandResult requeue = run_command("scontrol requeue " + job + " 2>&1");
   ASSERT_EQ(requeue.exit_code, 0) << requeue.output;
-  release_requeued(job, requeued_at);
+  test::release_requeued(job, requeued_at);
   const LaunchResult r = run.join();
   ASSERT_TRUE(run.error().empty()) << run.error();
   EXPECT_EQ(r.ok, 1) << read_text(cell.dir / "status.json") << read_text(cell.dir / "launcher.log");
