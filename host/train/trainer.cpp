@@ -163,7 +163,7 @@ data::BatchLoaderOptions batching_for(const TrainSettings& train, const ComputeG
   return {train.batch_size, train.seq_len, micro, group.index, group.count};
 }
 
-std::vector<torch::Tensor> tensors_of(const std::vector<sdk::Parameter>& params) {
+std::vector<torch::Tensor> parameter_tensors(const std::vector<sdk::Parameter>& params) {
   std::vector<torch::Tensor> tensors;
   for (const auto& p : params) tensors.push_back(p.tensor);
   return tensors;
@@ -283,7 +283,7 @@ void CellTraining::set_up_strategy() {
   strategy_.call(strategy_->setup({params_, train_.optimizer, micro_steps_, info_, token_counts, units}), "setup");
   strategy_.call(strategy_->precision(&precision_), "precision");
 
-  const std::vector<torch::Tensor> tensors = tensors_of(params_);
+  const std::vector<torch::Tensor> tensors = parameter_tensors(params_);
   hooks_.emplace(tensors, [this](std::size_t i) { strategy_.call(strategy_->gradient_ready(i), "gradient_ready"); });
   if (unit_steps_) {
     unit_events_.emplace(strategy_, units, tensors);
