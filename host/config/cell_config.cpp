@@ -124,13 +124,14 @@ CellConfig parse_cell_config(const std::string& yaml_text, const std::string& fi
   return parse_cell_tree(root, file_name, base_dir, overrides);
 }
 
-CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name, const fs::path& base_dir,
-                           const std::vector<std::string>& overrides) {
-  CellConfig config;
-  config.file = file_name;
+namespace {
+
+// The tree as the cell's root, with the command line's --set applied; refuses anything but a mapping and
+// names unknown sections.
+void read_root(CellConfig& config, const YAML::Node& root, const std::vector<std::string>& overrides,
+               Diagnostics& diag) {
   config.root = root;
   if (!config.root || config.root.IsNull()) config.root = YAML::Node(YAML::NodeType::Map);
-  Diagnostics diag(file_name);
   check_duplicate_keys(config.root, diag);  // before --set, which would replace only the first of two
   for (const auto& o : overrides) apply_override(config.root, o);
 
@@ -145,12 +146,15 @@ CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
       diag.error(item.first, key,
                  "unknown section; known: data, train, eval, checkpoint, metrics, runtime, model, strategy, plugins");
   }
+}
 
+// The host's sections, typed and with defaults (also into config.resolved); values out of range go to
+// `out_of_range`, reported with the problems found after the types (a value out of range is still a value).
+std::map<std::string, sdk::Options> resolve_host_sections(CellConfig& config, Diagnostics& diag,
+                                                          Diagnostics& out_of_range) {
   std::map<std::string, sdk::Options> host;
-  // Reported with the problems found after the types (a value out of range is still a value).
-  Diagnostics out_of_range(file_name);
   config.resolved = YAML::Node(YAML::NodeType::Map);
-  for (const auto& [section, specs] : schema) {
+  for (const auto& [section, specs] : host_schema()) {
     host[section] = resolve_options(config.root[section], section, specs_of(specs), {}, diag);
     check_ranges(config.root[section], section, specs, host[section], out_of_range);
     config.resolved[section] = to_yaml(host[section]);
@@ -159,6 +163,11 @@ CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
         diag.error(config.root[section] ? config.root[section] : config.root, section + "." + s.key,
                    std::string("required key missing (") + s.help + ")");
   }
+  return host;
+}
+
+// model.name and strategy.name (the default strategy when there is no strategy section), and plugins.paths.
+void read_plugin_choices(CellConfig& config, const fs::path& base_dir, Diagnostics& diag) {
   for (const std::string section : {"model", "strategy"}) {
     const YAML::Node node = config.root[section];
     if (section == "strategy" && !node) {
@@ -178,11 +187,11 @@ CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
     else if (paths)
       for (const auto& p : paths) config.plugin_paths.push_back(resolve_path(base_dir, p.as<std::string>()));
   }
-  if (!diag.empty()) {
-    diag.append(out_of_range);
-    diag.throw_if_any();
-  }
+}
 
+// data and train: the shards, the steps and batches, the optimizer.
+void read_training(CellConfig& config, std::map<std::string, sdk::Options>& host, const fs::path& base_dir,
+                   Diagnostics& diag) {
   const sdk::Options& t = host["train"];
   config.train_data = resolve_path(base_dir, host["data"].text("train"));
   config.val_data = resolve_path(base_dir, host["data"].text("val"));
@@ -204,6 +213,11 @@ CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
   opt.weight_decay = t.number("weight_decay");
   opt.momentum = t.number("momentum");
   opt.grad_clip = t.number("grad_clip");
+}
+
+// eval, checkpoint, metrics and runtime (threads checked against this machine after the ranges' problems).
+void read_run_settings(CellConfig& config, std::map<std::string, sdk::Options>& host, Diagnostics& diag,
+                       Diagnostics& out_of_range) {
   config.eval_every = host["eval"].integer("every");
   config.eval_batches = host["eval"].integer("batches");
   config.checkpoint_every = host["checkpoint"].integer("every");
@@ -222,6 +236,25 @@ CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
     diag.error(config.root["runtime"]["device"], "runtime.device", "expected cpu, cuda or cuda:N");
   if (!is_comm_choice(config.comm))
     diag.error(config.root["runtime"]["comm"], "runtime.comm", "expected " + std::string(kCommChoices) + ", got '" + config.comm + "'");
+}
+
+}  // namespace
+
+CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name, const fs::path& base_dir,
+                           const std::vector<std::string>& overrides) {
+  CellConfig config;
+  config.file = file_name;
+  Diagnostics diag(file_name);
+  read_root(config, root, overrides, diag);
+  Diagnostics out_of_range(file_name);
+  std::map<std::string, sdk::Options> host = resolve_host_sections(config, diag, out_of_range);
+  read_plugin_choices(config, base_dir, diag);
+  if (!diag.empty()) {
+    diag.append(out_of_range);
+    diag.throw_if_any();
+  }
+  read_training(config, host, base_dir, diag);
+  read_run_settings(config, host, diag, out_of_range);
   diag.throw_if_any();
   return config;
 }

@@ -187,30 +187,32 @@ YAML::Node find_path(const YAML::Node& root, const std::string& dotted) {
   return chain.back();
 }
 
-SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag, std::size_t max_cells) {
-  SweepMatrix m;
+namespace {
+
+// The matrix's axes, in file order; returns how many values each has.
+std::vector<std::size_t> read_matrix_axes(const YAML::Node& root, std::vector<Axis>& axes, Diagnostics& diag) {
   std::vector<std::size_t> sizes;
-  if (const YAML::Node matrix = root["matrix"]; matrix && matrix.IsMap()) {
-    for (const auto& item : matrix) {
-      const std::string name = item.first.as<std::string>();
-      if (name.empty() || name.front() == '.' || name.back() == '.') {
-        diag.error(item.first, "matrix." + name, "not a configuration key path");
-        continue;
-      }
-      if (!item.second.IsSequence() || item.second.size() == 0) {
-        diag.error(item.second, "matrix." + name, "expected a non-empty list of values");
-        continue;
-      }
-      if (find_axis(m.axes, name) >= 0) diag.error(item.first, "matrix." + name, "the same key twice");
-      m.axes.push_back({name, axis_path(name)});
-      sizes.push_back(item.second.size());
+  const YAML::Node matrix = root["matrix"];
+  if (!matrix || !matrix.IsMap()) return sizes;
+  for (const auto& item : matrix) {
+    const std::string name = item.first.as<std::string>();
+    if (name.empty() || name.front() == '.' || name.back() == '.') {
+      diag.error(item.first, "matrix." + name, "not a configuration key path");
+      continue;
     }
+    if (!item.second.IsSequence() || item.second.size() == 0) {
+      diag.error(item.second, "matrix." + name, "expected a non-empty list of values");
+      continue;
+    }
+    if (find_axis(axes, name) >= 0) diag.error(item.first, "matrix." + name, "the same key twice");
+    axes.push_back({name, axis_path(name)});
+    sizes.push_back(item.second.size());
   }
+  return sizes;
+}
 
-  const std::vector<std::optional<std::int64_t>> seeds = repeat_seeds(root, diag, m.vary_seed);
-  if (!within_cell_limit(root, m.axes, sizes, seeds.size(), max_cells, diag)) return m;
-
-  // Every combination, the last axis fastest.
+// Every combination of value indices, the last axis fastest.
+std::vector<std::vector<int>> all_combinations(const std::vector<std::size_t>& sizes) {
   std::vector<std::vector<int>> combos{{}};
   for (const std::size_t size : sizes) {
     std::vector<std::vector<int>> next;
@@ -221,65 +223,78 @@ SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag, std::size_t
       }
     combos = std::move(next);
   }
-  const std::size_t matrix_axes = m.axes.size();
+  return combos;
+}
 
+// One exclude entry as (axis, wanted values); nullopt when it names something that is not an axis.
+std::optional<std::vector<std::pair<int, YAML::Node>>> exclude_entry(const YAML::Node& entry, const std::string& where,
+                                                                      const std::vector<Axis>& axes, Diagnostics& diag) {
+  std::vector<std::pair<int, YAML::Node>> wanted;
+  bool valid = true;
+  for (const auto& item : entry) {
+    const std::string key = item.first.as<std::string>();
+    const int axis = find_axis(axes, key);
+    if (axis < 0) {
+      std::string known;
+      for (const auto& a : axes) known += (known.empty() ? "" : ", ") + a.name;
+      diag.error(item.first, where + "." + key, "not a matrix axis; axes: " + (known.empty() ? "none" : known));
+      valid = false;
+      continue;
+    }
+    wanted.emplace_back(axis, item.second);
+  }
+  if (!valid) return std::nullopt;
+  return wanted;
+}
+
+// Drops the combinations that match every key of some exclude entry.
+void apply_exclude(const YAML::Node& root, const std::vector<Axis>& axes, std::vector<std::vector<int>>& combos,
+                   Diagnostics& diag) {
   const YAML::Node exclude = root["exclude"];
-  if (exclude && exclude.IsSequence()) {
-    for (std::size_t e = 0; e < exclude.size(); ++e) {
-      const YAML::Node entry = exclude[e];
-      const std::string where = "exclude[" + std::to_string(e) + "]";
-      if (!entry.IsMap()) {
-        diag.error(entry, where, "expected a mapping of axis: value (or [values])");
-        continue;
-      }
-      std::vector<std::pair<int, YAML::Node>> wanted;
-      bool valid = true;
-      for (const auto& item : entry) {
-        const std::string key = item.first.as<std::string>();
-        const int axis = find_axis(m.axes, key);
-        if (axis < 0) {
-          std::string known;
-          for (const auto& a : m.axes) known += (known.empty() ? "" : ", ") + a.name;
-          diag.error(item.first, where + "." + key, "not a matrix axis; axes: " + (known.empty() ? "none" : known));
-          valid = false;
-          continue;
-        }
-        wanted.emplace_back(axis, item.second);
-      }
-      if (!valid) continue;
-      const YAML::Node matrix = root["matrix"];
-      std::vector<std::vector<int>> kept;
-      for (const auto& c : combos) {
-        bool all = !wanted.empty();
-        for (const auto& [axis, w] : wanted)
-          all = all && matches(w, value_text(matrix[m.axes[axis].name][c[axis]]));
-        if (!all) kept.push_back(c);
-      }
-      combos = std::move(kept);
+  if (!exclude || !exclude.IsSequence()) return;
+  for (std::size_t e = 0; e < exclude.size(); ++e) {
+    const YAML::Node entry = exclude[e];
+    const std::string where = "exclude[" + std::to_string(e) + "]";
+    if (!entry.IsMap()) {
+      diag.error(entry, where, "expected a mapping of axis: value (or [values])");
+      continue;
     }
-  }
-  std::vector<MatrixPoint> base;
-  for (const auto& c : combos) base.push_back({c, -1, 0, std::nullopt});
-  // An empty matrix is one cell: the base configuration.
-  if (matrix_axes == 0) base.clear(), base.push_back({{}, -1, 0, std::nullopt});
-  if (matrix_axes > 0 && combos.empty() && !root["include"]) diag.error(root["matrix"], "exclude", "excludes every cell");
-
-  if (const YAML::Node include = root["include"]; include && include.IsSequence()) {
-    if (matrix_axes == 0 && include.size() > 0) base.clear();  // only the included cells
-    for (std::size_t i = 0; i < include.size(); ++i) {
-      const YAML::Node entry = include[i];
-      if (!entry.IsMap() || entry.size() == 0) {
-        diag.error(entry, "include[" + std::to_string(i) + "]", "expected a mapping of key: value");
-        continue;
-      }
-      for (const auto& item : entry) {
-        const std::string key = item.first.as<std::string>();
-        if (find_axis(m.axes, key) < 0) m.axes.push_back({key, axis_path(key)});
-      }
-      base.push_back({std::vector<int>(matrix_axes, -1), static_cast<int>(i), 0, std::nullopt});
+    const auto wanted = exclude_entry(entry, where, axes, diag);
+    if (!wanted) continue;
+    const YAML::Node matrix = root["matrix"];
+    std::vector<std::vector<int>> kept;
+    for (const auto& c : combos) {
+      bool all = !wanted->empty();
+      for (const auto& [axis, w] : *wanted) all = all && matches(w, value_text(matrix[axes[axis].name][c[axis]]));
+      if (!all) kept.push_back(c);
     }
+    combos = std::move(kept);
   }
+}
 
+// One point per include entry; keys that are not matrix axes become axes of their own.
+void add_included(const YAML::Node& root, std::size_t matrix_axes, std::vector<Axis>& axes,
+                  std::vector<MatrixPoint>& base, Diagnostics& diag) {
+  const YAML::Node include = root["include"];
+  if (!include || !include.IsSequence()) return;
+  if (matrix_axes == 0 && include.size() > 0) base.clear();  // only the included cells
+  for (std::size_t i = 0; i < include.size(); ++i) {
+    const YAML::Node entry = include[i];
+    if (!entry.IsMap() || entry.size() == 0) {
+      diag.error(entry, "include[" + std::to_string(i) + "]", "expected a mapping of key: value");
+      continue;
+    }
+    for (const auto& item : entry) {
+      const std::string key = item.first.as<std::string>();
+      if (find_axis(axes, key) < 0) axes.push_back({key, axis_path(key)});
+    }
+    base.push_back({std::vector<int>(matrix_axes, -1), static_cast<int>(i), 0, std::nullopt});
+  }
+}
+
+// Each base point once per repetition, with that repetition's seed.
+void add_repeats(const std::vector<MatrixPoint>& base, const std::vector<std::optional<std::int64_t>>& seeds,
+                 SweepMatrix& m) {
   m.repeats = static_cast<int>(std::max<std::size_t>(seeds.size(), 1));
   if (m.repeats > 1 && m.vary_seed && find_axis(m.axes, "seed") < 0) m.axes.push_back({"seed", "train.seed"});
   for (const auto& p : base)
@@ -289,6 +304,26 @@ SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag, std::size_t
       point.seed = seeds[r];
       m.points.push_back(point);
     }
+}
+
+}  // namespace
+
+SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag, std::size_t max_cells) {
+  SweepMatrix m;
+  const std::vector<std::size_t> sizes = read_matrix_axes(root, m.axes, diag);
+  const std::vector<std::optional<std::int64_t>> seeds = repeat_seeds(root, diag, m.vary_seed);
+  if (!within_cell_limit(root, m.axes, sizes, seeds.size(), max_cells, diag)) return m;
+
+  std::vector<std::vector<int>> combos = all_combinations(sizes);
+  const std::size_t matrix_axes = m.axes.size();
+  apply_exclude(root, m.axes, combos, diag);
+  std::vector<MatrixPoint> base;
+  for (const auto& c : combos) base.push_back({c, -1, 0, std::nullopt});
+  // An empty matrix is one cell: the base configuration.
+  if (matrix_axes == 0) base.clear(), base.push_back({{}, -1, 0, std::nullopt});
+  if (matrix_axes > 0 && combos.empty() && !root["include"]) diag.error(root["matrix"], "exclude", "excludes every cell");
+  add_included(root, matrix_axes, m.axes, base, diag);
+  add_repeats(base, seeds, m);
   return m;
 }
 

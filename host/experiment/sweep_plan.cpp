@@ -134,213 +134,281 @@ struct BuiltCell {
   std::string yaml;
 };
 
-// Builds one cell; its problems are appended to `problems` (nothing is returned then).
-std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix& matrix, const MatrixPoint& point,
-                                    const host::PluginRegistry& registry, const fs::path& out_dir,
-                                    const fs::path& binary, ModelFacts& model_facts, bool fast, CellFiles files,
-                                    std::vector<std::string>& problems) {
-  const std::string file = exp.file.string();
-  YAML::Node root = fast ? cell_sections_copy(exp.root) : exp.fresh_root();
-  apply_point(root, matrix, point, fast ? &exp.root : nullptr);
-  const YAML::Node launcher_node = root["launcher"];
-  YAML::Node cell_root(YAML::NodeType::Map);
-  for (const auto& item : root) {
-    const std::string key = item.first.Scalar();
-    if (std::find(cell_sections().begin(), cell_sections().end(), key) != cell_sections().end())
-      cell_root[key] = item.second;
-  }
-
-  Diagnostics diag(file);
-  const sdk::Options launcher = host::resolve_options(launcher_node, "launcher", kLauncherSpecs, {"slurm", "link"}, diag);
-  const EmulatedCluster emulated = resolve_emulated_launcher(root, launcher.text("name"), launcher.text("dilation"),
-                                                             static_cast<int>(launcher.integer("nodes")), diag);
-  if (launcher.has("threads"))
-    host::check_threads_fit_machine(launcher.integer("threads"), node_for_key(root, "launcher.threads", false),
-                                    "launcher.threads", diag);
-  const YAML::Node slurm_node = launcher_node ? launcher_node["slurm"] : YAML::Node();
-  const sdk::Options slurm = host::resolve_options(slurm_node, "launcher.slurm", kSlurmSpecs, {"extra"}, diag);
-  std::vector<std::string> extra;
-  if (slurm_node && slurm_node.IsMap() && slurm_node["extra"]) {
-    const YAML::Node e = slurm_node["extra"];
-    if (e.IsSequence() && std::all_of(e.begin(), e.end(), [](const YAML::Node& n) { return n.IsScalar(); }))
-      for (const auto& line : e) extra.push_back(line.Scalar());
-    else if (e.IsScalar())
-      extra.push_back(e.Scalar());
-    else
-      diag.error(e, "launcher.slurm.extra", "expected a list of sbatch option lines");
-  }
+// Moves a Diagnostics' errors, if any, to the end of `problems`; returns whether there were any.
+bool take_problems(Diagnostics& diag, std::vector<std::string>& problems) {
   try {
     diag.throw_if_any();
   } catch (const ConfigError& e) {
     problems.insert(problems.end(), e.problems().begin(), e.problems().end());
+    return true;
   }
+  return false;
+}
 
-  // Plugins and their options, validated against the nodes of the experiment file itself.
-  Diagnostics plugin_diag(file);
+// One cell's configuration tree: the experiment with the matrix point applied (`root`, where the launcher
+// keys are), and the cell's own sections of it (`cell`), what `gradsweep train` will read.
+struct CellTree {
+  YAML::Node root;
+  YAML::Node cell{YAML::NodeType::Map};
+};
+
+CellTree cell_tree(const ExperimentFile& exp, const SweepMatrix& matrix, const MatrixPoint& point, bool fast) {
+  CellTree tree{fast ? cell_sections_copy(exp.root) : exp.fresh_root()};
+  apply_point(tree.root, matrix, point, fast ? &exp.root : nullptr);
+  for (const auto& item : tree.root) {
+    const std::string key = item.first.Scalar();
+    if (std::find(cell_sections().begin(), cell_sections().end(), key) != cell_sections().end())
+      tree.cell[key] = item.second;
+  }
+  return tree;
+}
+
+// Where and how the cell's ranks run: the `launcher` section and its `slurm` part, validated.
+struct LauncherSettings {
+  sdk::Options launcher;
+  EmulatedCluster emulated;
+  sdk::Options slurm;
+  std::vector<std::string> extra;  // launcher.slurm.extra: sbatch option lines
+  int nodes() const { return static_cast<int>(launcher.integer("nodes")); }
+  int ranks_per_node() const { return static_cast<int>(launcher.integer("ranks_per_node")); }
+};
+
+LauncherSettings resolve_launcher(const YAML::Node& root, Diagnostics& diag) {
+  const YAML::Node launcher_node = root["launcher"];
+  LauncherSettings s;
+  s.launcher = host::resolve_options(launcher_node, "launcher", kLauncherSpecs, {"slurm", "link"}, diag);
+  s.emulated = resolve_emulated_launcher(root, s.launcher.text("name"), s.launcher.text("dilation"),
+                                         static_cast<int>(s.launcher.integer("nodes")), diag);
+  if (s.launcher.has("threads"))
+    host::check_threads_fit_machine(s.launcher.integer("threads"), node_for_key(root, "launcher.threads", false),
+                                    "launcher.threads", diag);
+  const YAML::Node slurm_node = launcher_node ? launcher_node["slurm"] : YAML::Node();
+  s.slurm = host::resolve_options(slurm_node, "launcher.slurm", kSlurmSpecs, {"extra"}, diag);
+  if (slurm_node && slurm_node.IsMap() && slurm_node["extra"]) {
+    const YAML::Node e = slurm_node["extra"];
+    if (e.IsSequence() && std::all_of(e.begin(), e.end(), [](const YAML::Node& n) { return n.IsScalar(); }))
+      for (const auto& line : e) s.extra.push_back(line.Scalar());
+    else if (e.IsScalar())
+      s.extra.push_back(e.Scalar());
+    else
+      diag.error(e, "launcher.slurm.extra", "expected a list of sbatch option lines");
+  }
+  return s;
+}
+
+// The model's and the strategy's options, validated against the nodes of the experiment file itself.
+std::map<std::string, sdk::Options> resolve_plugin_sections(const YAML::Node& cell, const host::PluginRegistry& registry,
+                                                            Diagnostics& diag) {
   std::map<std::string, sdk::Options> plugin_options;
   for (const auto& [section, kind] :
        {std::pair{std::string("model"), sdk::PluginKind::Model}, {std::string("strategy"), sdk::PluginKind::Strategy}}) {
-    const YAML::Node name_node = find_path(cell_root, section + ".name");
-    const bool default_strategy = section == "strategy" && !cell_root["strategy"];  // as in train
+    const YAML::Node name_node = find_path(cell, section + ".name");
+    const bool default_strategy = section == "strategy" && !cell["strategy"];  // as in train
     if (!default_strategy && (!name_node || !name_node.IsScalar())) continue;  // parse_cell_config says so
     const std::string name = default_strategy ? host::kDefaultStrategy : name_node.Scalar();
     const host::PluginRecord* record = registry.try_find(kind, name);
     if (record == nullptr) {
-      plugin_diag.error(name_node, section + ".name",
-                        "unknown " + section + " plugin '" + name + "'; available: " + available(registry, kind));
+      diag.error(name_node, section + ".name",
+                 "unknown " + section + " plugin '" + name + "'; available: " + available(registry, kind));
       continue;
     }
-    plugin_options[section] = host::resolve_options(cell_root[section], section, host::option_specs(*record),
-                                                    host::option_choices(*record), {"name"}, plugin_diag);
+    plugin_options[section] = host::resolve_options(cell[section], section, host::option_specs(*record),
+                                                    host::option_choices(*record), {"name"}, diag);
   }
+  return plugin_options;
+}
 
-  // Plugins are asked about their options (model facts, plan checks) only when the options are valid.
-  const bool plugin_options_valid = plugin_diag.empty();
-
-  // The host's sections, through the same loader as `gradsweep train`.
-  std::optional<host::CellConfig> config;
+// The host's sections, through the same loader as `gradsweep train`; its problems, placed in the
+// experiment file, go to `problems`.
+std::optional<host::CellConfig> load_cell_config(const YAML::Node& cell, const ExperimentFile& exp, bool fast,
+                                                 std::vector<std::string>& problems) {
+  const std::string file = exp.file.string();
   try {
-    if (fast) {
-      config = host::parse_cell_tree(cell_root, kEmittedName, exp.base_dir);
-    } else {
-      YAML::Emitter emitted;
-      emitted << cell_root;
-      config = host::parse_cell_config(emitted.c_str(), kEmittedName, exp.base_dir);
-    }
+    if (fast) return host::parse_cell_tree(cell, kEmittedName, exp.base_dir);
+    YAML::Emitter emitted;
+    emitted << cell;
+    return host::parse_cell_config(emitted.c_str(), kEmittedName, exp.base_dir);
   } catch (const ConfigError& e) {
-    for (const auto& p : e.problems()) problems.push_back(relocate(p, cell_root, file));
+    for (const auto& p : e.problems()) problems.push_back(relocate(p, cell, file));
   } catch (const std::exception& e) {
     problems.push_back(file + ": " + e.what());
   }
-  if (!config) {
-    try {
-      plugin_diag.throw_if_any();
-    } catch (const ConfigError& e) {
-      problems.insert(problems.end(), e.problems().begin(), e.problems().end());
-    }
-    return std::nullopt;
-  }
+  return std::nullopt;
+}
 
-  const int nodes = static_cast<int>(launcher.integer("nodes"));
-  const int per_node = static_cast<int>(launcher.integer("ranks_per_node"));
-  const int world = nodes * per_node;
-  const auto& train = config->train;
-  // The model as its plugin resolves it (a preset's block size), not as the keys read.
+// What the plugins answer about the cell, asked only when their options are valid: the model as its
+// plugin resolves it (a preset's block size, not the keys as read), and the strategy's verdict on the
+// cell (refused by what it declares; how many ranks the batch is split over). Returns the computing ranks.
+int check_with_plugins(const CellTree& tree, const host::CellConfig& config, const LauncherSettings& launch,
+                       std::map<std::string, sdk::Options>& plugin_options, const host::PluginRegistry& registry,
+                       ModelFacts& model_facts, Diagnostics& diag) {
+  const bool options_valid = diag.empty();
+  const int nodes = launch.nodes(), per_node = launch.ranks_per_node(), world = nodes * per_node;
   std::optional<sdk::ModelInfo> model_info;
-  if (const host::PluginRecord* model = registry.try_find(sdk::PluginKind::Model, config->model_name);
-      model != nullptr && plugin_options.count("model") && plugin_options_valid) {
+  if (const host::PluginRecord* model = registry.try_find(sdk::PluginKind::Model, config.model_name);
+      model != nullptr && plugin_options.count("model") && options_valid) {
     try {
       model_info = model_facts.of(*model, plugin_options["model"]);
-      if (model_info->block_size > 0 && train.seq_len > model_info->block_size)
-        plugin_diag.error(node_for_key(cell_root, "train.seq_len", false), "train.seq_len",
-                          std::to_string(train.seq_len) + " is longer than the model's block size " +
-                              std::to_string(model_info->block_size) + " (" + config->model_name + " as configured)");
+      if (model_info->block_size > 0 && config.train.seq_len > model_info->block_size)
+        diag.error(node_for_key(tree.cell, "train.seq_len", false), "train.seq_len",
+                   std::to_string(config.train.seq_len) + " is longer than the model's block size " +
+                       std::to_string(model_info->block_size) + " (" + config.model_name + " as configured)");
     } catch (const std::exception& e) {
-      plugin_diag.error(node_for_key(cell_root, "model.name", false), "model", e.what());
+      diag.error(node_for_key(tree.cell, "model.name", false), "model", e.what());
     }
   }
-  // Cells that cannot run, caught here rather than after minutes in a queue: the strategy judges the cell
-  // by what its plugin declares, and says how many ranks the batch is split over.
   int computing = std::max(1, world);
-  if (const host::PluginRecord* strategy = registry.try_find(sdk::PluginKind::Strategy, config->strategy_name);
-      strategy != nullptr && plugin_options.count("strategy") && plugin_options_valid && world >= 1) {
-    const host::PlanVerdict verdict = check_planned_strategy(*strategy, *config, nodes, per_node,
+  if (const host::PluginRecord* strategy = registry.try_find(sdk::PluginKind::Strategy, config.strategy_name);
+      strategy != nullptr && plugin_options.count("strategy") && options_valid && world >= 1) {
+    const host::PlanVerdict verdict = check_planned_strategy(*strategy, config, nodes, per_node,
                                                              plugin_options["strategy"], model_info ? &*model_info : nullptr);
     if (!verdict.refusal.empty()) {
       const std::string key = host::refusal_key(verdict, nodes);
-      plugin_diag.error(node_for_key(root, key, false), key, verdict.refusal);
+      diag.error(node_for_key(tree.root, key, false), key, verdict.refusal);
     }
     computing = std::max(1, verdict.computing_ranks);
   }
+  return computing;
+}
+
+// The global batch splits over the computing ranks and their micro-batches; the data files exist.
+void check_batch_and_data(const YAML::Node& cell, const host::CellConfig& config, int world, int computing,
+                          Diagnostics& diag) {
+  const auto& train = config.train;
   if (world >= 1) {
     const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / computing;
     if (train.micro_batch == 0 && train.batch_size % computing != 0)
-      plugin_diag.error(node_for_key(cell_root, "train.batch_size", false), "train.batch_size",
-                        std::to_string(train.batch_size) + " sequences do not split evenly over the " +
-                            std::to_string(computing) + " computing ranks of this cell");
+      diag.error(node_for_key(cell, "train.batch_size", false), "train.batch_size",
+                 std::to_string(train.batch_size) + " sequences do not split evenly over the " +
+                     std::to_string(computing) + " computing ranks of this cell");
     else if (micro > 0 && train.batch_size % (micro * computing) != 0)
-      plugin_diag.error(node_for_key(cell_root, "train.micro_batch", false), "train.micro_batch",
-                        "batch_size " + std::to_string(train.batch_size) + " is not a multiple of micro_batch x ranks = " +
-                            std::to_string(micro) + " x " + std::to_string(computing));
+      diag.error(node_for_key(cell, "train.micro_batch", false), "train.micro_batch",
+                 "batch_size " + std::to_string(train.batch_size) + " is not a multiple of micro_batch x ranks = " +
+                     std::to_string(micro) + " x " + std::to_string(computing));
   }
-  for (const auto& [key, path] : {std::pair{"data.train", config->train_data}, {"data.val", config->val_data}})
+  for (const auto& [key, path] : {std::pair{"data.train", config.train_data}, {"data.val", config.val_data}})
     if (!fs::exists(path))
-      plugin_diag.error(node_for_key(cell_root, key, false), key,
-                        "no such file: " + path.string() + " (relative paths are relative to the experiment file; "
-                        "`gradsweep prepare` makes shards)");
-  try {
-    plugin_diag.throw_if_any();
-  } catch (const ConfigError& e) {
-    problems.insert(problems.end(), e.problems().begin(), e.problems().end());
-    return std::nullopt;
-  }
-  if (!problems.empty()) return std::nullopt;
+      diag.error(node_for_key(cell, key, false), key,
+                 "no such file: " + path.string() + " (relative paths are relative to the experiment file; "
+                 "`gradsweep prepare` makes shards)");
+}
 
-  // The resolved configuration: what the ranks read, and what the id is a hash of.
-  YAML::Node resolved = config->resolved;
-  resolved["data"]["train"] = absolute_text(config->train_data);
-  resolved["data"]["val"] = absolute_text(config->val_data);
-  const int threads = launcher.integer("threads") > 0 && config->threads == 0
-                          ? static_cast<int>(launcher.integer("threads"))
-                          : static_cast<int>(config->threads);
+// The launcher's threads per rank unless the cell sets its own.
+int threads_per_rank(const LauncherSettings& launch, const host::CellConfig& config) {
+  return launch.launcher.integer("threads") > 0 && config.threads == 0 ? static_cast<int>(launch.launcher.integer("threads"))
+                                                                       : static_cast<int>(config.threads);
+}
+
+// The resolved configuration: what the ranks read, and what the id is a hash of.
+YAML::Node resolved_config(const host::CellConfig& config, int threads,
+                           std::map<std::string, sdk::Options>& plugin_options) {
+  YAML::Node resolved = config.resolved;
+  resolved["data"]["train"] = absolute_text(config.train_data);
+  resolved["data"]["val"] = absolute_text(config.val_data);
   resolved["runtime"]["threads"] = threads;
   for (const std::string section : {"model", "strategy"}) {
     YAML::Node s = host::to_yaml(plugin_options[section]);
-    s["name"] = section == "model" ? config->model_name : config->strategy_name;
+    s["name"] = section == "model" ? config.model_name : config.strategy_name;
     resolved[section] = s;
   }
-  if (!config->plugin_paths.empty())
-    for (const auto& p : config->plugin_paths) resolved["plugins"]["paths"].push_back(absolute_text(p));
+  if (!config.plugin_paths.empty())
+    for (const auto& p : config.plugin_paths) resolved["plugins"]["paths"].push_back(absolute_text(p));
+  return resolved;
+}
+
+// The cell's id, directory, command and resources.
+PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSettings& launch, int threads,
+                         const host::CellConfig& config, const SweepMatrix& matrix, const MatrixPoint& point,
+                         const fs::path& out_dir, const fs::path& binary) {
   nlohmann::json identity{{"cell", canonical_json(resolved)},
-                          {"launcher", {{"nodes", nodes}, {"ranks_per_node", per_node}}}};
-  if (emulated.enabled) identity["launcher"]["emulated"] = emulated_identity(emulated);
+                          {"launcher", {{"nodes", launch.nodes()}, {"ranks_per_node", launch.ranks_per_node()}}}};
+  if (launch.emulated.enabled) identity["launcher"]["emulated"] = emulated_identity(launch.emulated);
   // Repeats with one seed resolve to one configuration: the repetition tells them apart.
   if (!matrix.vary_seed && point.repeat > 0) identity["repeat"] = point.repeat;
 
-  BuiltCell built;
-  PlannedCell& cell = built.cell;
+  const sdk::Options& slurm = launch.slurm;
+  PlannedCell cell;
   cell.config_hash = config_hash(identity);
   cell.id = cell_id(cell.config_hash);
   cell.dir = out_dir / "cells" / cell.id;
   cell.config_file = cell.dir / "cell.yaml";
   cell.rank_command = {binary.string(), "train", cell.config_file.string(), "--out", cell.dir.string()};
-  cell.nodes = nodes;
-  cell.ranks_per_node = per_node;
+  cell.nodes = launch.nodes();
+  cell.ranks_per_node = launch.ranks_per_node();
   cell.threads_per_rank = threads;
   cell.gpus_per_node = static_cast<int>(slurm.integer("gpus_per_node"));
   cell.time_limit = slurm.text("time");
-  cell.steps = train.steps;
+  cell.steps = config.train.steps;
   cell.slurm = {slurm.text("partition"), slurm.text("account"),    slurm.text("time"),
                 slurm.text("qos"),       slurm.text("constraint"), cell.gpus_per_node,
-                static_cast<int>(slurm.integer("cpus_per_task")), extra,
+                static_cast<int>(slurm.integer("cpus_per_task")), launch.extra,
                 static_cast<int>(slurm.integer("max_concurrent"))};
-  cell.emulated = emulated;
+  cell.emulated = launch.emulated;
   cell.repeat = point.repeat;
-  // The resolved value of an axis the cell does not set (a default); built only when one is needed.
+  return cell;
+}
+
+// Each axis's value in this cell, as the plan and the results show it: the resolved value of an axis the
+// cell does not set (a default), built only when one is needed.
+std::vector<std::pair<std::string, std::string>> axis_values(const CellTree& tree, const YAML::Node& resolved,
+                                                             const LauncherSettings& launch, int threads,
+                                                             const SweepMatrix& matrix) {
+  std::vector<std::pair<std::string, std::string>> values;
   YAML::Node effective;
   bool have_effective = false;
   for (const auto& axis : matrix.axes) {
-    YAML::Node value = find_path(axis.path.rfind("launcher.", 0) == 0 ? root : cell_root, axis.path);
+    YAML::Node value = find_path(axis.path.rfind("launcher.", 0) == 0 ? tree.root : tree.cell, axis.path);
     if (!value) {
       if (!std::exchange(have_effective, true)) {
         effective = YAML::Clone(resolved);  // a copy: assigning a Node would alias it
-        effective["launcher"]["nodes"] = nodes;
-        effective["launcher"]["ranks_per_node"] = per_node;
+        effective["launcher"]["nodes"] = launch.nodes();
+        effective["launcher"]["ranks_per_node"] = launch.ranks_per_node();
         effective["launcher"]["threads"] = threads;
-        effective["launcher"]["name"] = launcher.text("name");
-        effective["launcher"]["dilation"] = launcher.text("dilation");
+        effective["launcher"]["name"] = launch.launcher.text("name");
+        effective["launcher"]["dilation"] = launch.launcher.text("dilation");
       }
       value = find_path(effective, axis.path);
     }
-    cell.axes.emplace_back(axis.name, value_text(value) + plugin_options_label(axis.name, cell_root, matrix.axes));
+    values.emplace_back(axis.name, value_text(value) + plugin_options_label(axis.name, tree.cell, matrix.axes));
   }
-  if (files == CellFiles::Skip) return built;
+  return values;
+}
 
+std::string cell_yaml(const PlannedCell& cell, const YAML::Node& resolved, const ExperimentFile& exp) {
   YAML::Emitter out;
   out << resolved;
   std::string header = "# cell " + cell.id + " of experiment " + exp.name + " (" + exp.file.string() + ")";
   for (const auto& [axis, value] : cell.axes) header += "\n#   " + axis + ": " + value;
-  built.yaml = header + "\n# generated by `gradsweep run`: edit the experiment file, not this one\n" + out.c_str() + "\n";
+  return header + "\n# generated by `gradsweep run`: edit the experiment file, not this one\n" + out.c_str() + "\n";
+}
+
+// Builds one cell; its problems are appended to `problems` (nothing is returned then).
+std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix& matrix, const MatrixPoint& point,
+                                    const host::PluginRegistry& registry, const fs::path& out_dir,
+                                    const fs::path& binary, ModelFacts& model_facts, bool fast, CellFiles files,
+                                    std::vector<std::string>& problems) {
+  const CellTree tree = cell_tree(exp, matrix, point, fast);
+  Diagnostics diag(exp.file.string());
+  const LauncherSettings launch = resolve_launcher(tree.root, diag);
+  take_problems(diag, problems);
+
+  Diagnostics plugin_diag(exp.file.string());
+  std::map<std::string, sdk::Options> plugin_options = resolve_plugin_sections(tree.cell, registry, plugin_diag);
+  const std::optional<host::CellConfig> config = load_cell_config(tree.cell, exp, fast, problems);
+  if (!config) {
+    take_problems(plugin_diag, problems);
+    return std::nullopt;
+  }
+  // Cells that cannot run, caught here rather than after minutes in a queue.
+  const int computing = check_with_plugins(tree, *config, launch, plugin_options, registry, model_facts, plugin_diag);
+  check_batch_and_data(tree.cell, *config, launch.nodes() * launch.ranks_per_node(), computing, plugin_diag);
+  if (take_problems(plugin_diag, problems) || !problems.empty()) return std::nullopt;
+
+  const int threads = threads_per_rank(launch, *config);
+  const YAML::Node resolved = resolved_config(*config, threads, plugin_options);
+  BuiltCell built{planned_cell(resolved, launch, threads, *config, matrix, point, out_dir, binary), ""};
+  built.cell.axes = axis_values(tree, resolved, launch, threads, matrix);
+  if (files == CellFiles::Make) built.yaml = cell_yaml(built.cell, resolved, exp);
   return built;
 }
 

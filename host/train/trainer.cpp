@@ -119,260 +119,373 @@ struct PluginServices {
   PluginLogger logger;
 };
 
-}  // namespace
+PluginServices services_for(const CellConfig& config, const char* section, const PluginRecord& record) {
+  return {resolve_plugin_options(config, section, option_specs(record), option_choices(record)),
+          PluginLogger(std::string(section) + " " + record.name)};
+}
 
-nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& registry, HostCommunicator& comm) {
-  const CellConfig& config = request.config;
-  const TrainSettings& train = config.train;
-  const int rank = comm.rank(), world = comm.size();
-  const torch::Device device(config.device);
-  spdlog::info("rank {} of {} is process {}", rank, world, static_cast<long>(::getpid()));
+// This rank's process: the device it asked for exists, its compute threads, and the seed. Returns the threads.
+int prepare_rank(const CellConfig& config, HostCommunicator& comm, const torch::Device& device) {
+  spdlog::info("rank {} of {} is process {}", comm.rank(), comm.size(), static_cast<long>(::getpid()));
   if (device.is_cuda() && !torch::cuda::is_available())
     throw ConfigError({config.file + ": runtime.device: '" + config.device +
                        "' asked for, but this LibTorch build or machine has no CUDA device"});
-
   const int threads = choose_threads(static_cast<int>(config.threads), comm.local_size());
   const bool openblas = set_compute_threads(threads);
   spdlog::info("{} compute threads per rank ({} ranks on this node){}", threads, comm.local_size(),
                openblas ? ", OpenBLAS included" : "");
-
   // Same seed on every rank: identical initial weights without a broadcast.
-  torch::manual_seed(static_cast<std::uint64_t>(train.seed));
+  torch::manual_seed(static_cast<std::uint64_t>(config.train.seed));
+  return threads;
+}
 
-  const PluginRecord& model_record = registry.find(sdk::PluginKind::Model, config.model_name);
-  const PluginRecord& strategy_record = registry.find(sdk::PluginKind::Strategy, config.strategy_name);
-  PluginServices model_services{
-      resolve_plugin_options(config, "model", option_specs(model_record), option_choices(model_record)),
-      PluginLogger("model " + model_record.name)};
-  PluginServices strategy_services{
-      resolve_plugin_options(config, "strategy", option_specs(strategy_record), option_choices(strategy_record)),
-      PluginLogger("strategy " + strategy_record.name)};
-  StepMetrics plugin_metrics;
-  ModelInstance model(model_record, {model_services.options, model_services.logger, plugin_metrics, comm, device});
+sdk::ModelInfo model_info(const ModelInstance& model) {
   sdk::ModelInfo info;
   model.call(model->info(&info), "info");
+  return info;
+}
+
+// The model's parameters, checked against the configuration and against every other rank's.
+std::vector<sdk::Parameter> checked_parameters(const ModelInstance& model, const sdk::ModelInfo& info,
+                                               const CellConfig& config, HostCommunicator& comm) {
   std::vector<sdk::Parameter> params;
   model.call(model->parameters(&params), "parameters");
-  if (info.block_size > 0 && train.seq_len > info.block_size)
-    throw ConfigError({config.file + ": train.seq_len: " + std::to_string(train.seq_len) +
+  if (info.block_size > 0 && config.train.seq_len > info.block_size)
+    throw ConfigError({config.file + ": train.seq_len: " + std::to_string(config.train.seq_len) +
                        " is longer than the model's block_size " + std::to_string(info.block_size)});
-
   check_models_agree(comm, params);
-  const PlanVerdict plan = check_strategy_fits_job(strategy_record, config, comm, strategy_services.options, info);
-  StrategyInstance strategy(strategy_record,
-                            {strategy_services.options, strategy_services.logger, plugin_metrics, comm, device});
-  // Each global batch is split over the ranks that compute (all of them, unless a server only serves).
-  const sdk::RankRole role = role_of(strategy);
-  const bool computes = role.computes;
-  const ComputeGroup group = compute_group(comm, computes);
-  const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / group.count;
-  const data::BatchLoaderOptions batching{train.batch_size, train.seq_len, micro, group.index, group.count};
-  const data::BatchLoader loader(data::TokenShard::open(config.train_data), batching);
-  const data::BatchLoader val_loader(data::TokenShard::open(config.val_data), batching);
-  for (const data::BatchLoader* l : {&loader, &val_loader}) check_vocabulary(l->shard(), info, config);
-  const std::int64_t micro_steps = loader.micro_batches_per_step();
+  return params;
+}
 
+// Each global batch is split over the ranks that compute (all of them, unless a server only serves).
+data::BatchLoaderOptions batching_for(const TrainSettings& train, const ComputeGroup& group) {
+  const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / group.count;
+  return {train.batch_size, train.seq_len, micro, group.index, group.count};
+}
+
+std::vector<torch::Tensor> parameter_tensors(const std::vector<sdk::Parameter>& params) {
+  std::vector<torch::Tensor> tensors;
+  for (const auto& p : params) tensors.push_back(p.tensor);
+  return tensors;
+}
+
+// One cell's training on this rank, in the order it happens: set-up (the constructor), the steps (run),
+// the summary. Members are declared in the order they are made, each from those above it, and destroyed
+// in reverse: the hooks before the strategy, the plugins before the services they borrow.
+class CellTraining {
+ public:
+  CellTraining(const TrainRequest& request, const PluginRegistry& registry, HostCommunicator& comm);
+  // Every remaining step, then the summary; {"status": "interrupted"} when --stop-after ends it early.
+  nlohmann::json run();
+
+ private:
+  void set_up_strategy();
+  // Sets up the strategy, then restores the checkpoint into it; returns the first step to run.
+  std::int64_t set_up_and_resume();
+  // One step; false when --stop-after ends the run before it.
+  bool take_step(std::int64_t step);
+  sdk::OutputVocabulary step_vocabulary(std::int64_t step);
+  // Forward and backward of this rank's micro-batches; returns the sum of their losses.
+  double forward_backward(std::int64_t step, const sdk::OutputVocabulary& vocabulary, double loss_scale,
+                          StepTimes& t);
+  void model_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset, torch::Tensor* loss);
+  double evaluate();
+  void log_step(const StepRecord& record, bool last);
+  void checkpoint_after(std::int64_t step, bool last);
+  nlohmann::json write_summary();
+
+  const TrainRequest& request_;
+  const CellConfig& config_;
+  const TrainSettings& train_;
+  HostCommunicator& comm_;
+  const torch::Device device_;
+  const int threads_;
+  const PluginRecord& model_record_;
+  const PluginRecord& strategy_record_;
+  PluginServices model_services_;
+  PluginServices strategy_services_;
+  StepMetrics plugin_metrics_;
+  ModelInstance model_;
+  const sdk::ModelInfo info_;
+  std::vector<sdk::Parameter> params_;
+  const PlanVerdict plan_;
+  StrategyInstance strategy_;
+  const sdk::RankRole role_;
+  const ComputeGroup group_;
+  const data::BatchLoaderOptions batching_;
+  const data::BatchLoader loader_;
+  const data::BatchLoader val_loader_;
+  const std::int64_t micro_steps_;
   // A strategy that restricts the vocabulary (as it declares; see asks_for_vocabulary) gets the training
   // shard's counts, and each step the whole global batch (every rank reads it alike: the loader depends
   // only on the step). Other strategies pay for neither.
-  const bool vocabulary_steps = asks_for_vocabulary(strategy_record, plan);
-  std::optional<data::BatchLoader> global_loader;
+  const bool vocabulary_steps_;
+  std::optional<data::BatchLoader> global_loader_;
+  const bool unit_steps_;
+  sdk::PrecisionPolicy precision_;
+  std::optional<GradientHooks> hooks_;
+  // Made after `hooks_`: a parameter's gradient_ready comes before its unit's BackwardEnd.
+  std::optional<UnitEvents> unit_events_;
+  double flops_per_token_ = 0.0;
+  const fs::path peak_cache_;
+  PeakFlops peak_;
+  const fs::path checkpoint_dir_;
+  const std::int64_t start_step_;
+  MetricsLog log_;
+  Timeline timeline_;
+  RunTotals totals_;
+  double train_loss_ = std::nan(""), val_loss_ = std::nan("");
+};
+
+CellTraining::CellTraining(const TrainRequest& request, const PluginRegistry& registry, HostCommunicator& comm)
+    : request_(request),
+      config_(request.config),
+      train_(request.config.train),
+      comm_(comm),
+      device_(config_.device),
+      threads_(prepare_rank(config_, comm, device_)),
+      model_record_(registry.find(sdk::PluginKind::Model, config_.model_name)),
+      strategy_record_(registry.find(sdk::PluginKind::Strategy, config_.strategy_name)),
+      model_services_(services_for(config_, "model", model_record_)),
+      strategy_services_(services_for(config_, "strategy", strategy_record_)),
+      model_(model_record_, {model_services_.options, model_services_.logger, plugin_metrics_, comm, device_}),
+      info_(model_info(model_)),
+      params_(checked_parameters(model_, info_, config_, comm)),
+      plan_(check_strategy_fits_job(strategy_record_, config_, comm, strategy_services_.options, info_)),
+      strategy_(strategy_record_,
+                {strategy_services_.options, strategy_services_.logger, plugin_metrics_, comm, device_}),
+      role_(role_of(strategy_)),
+      group_(compute_group(comm, role_.computes)),
+      batching_(batching_for(train_, group_)),
+      loader_(data::TokenShard::open(config_.train_data), batching_),
+      val_loader_(data::TokenShard::open(config_.val_data), batching_),
+      micro_steps_(loader_.micro_batches_per_step()),
+      vocabulary_steps_(asks_for_vocabulary(strategy_record_, plan_)),
+      unit_steps_(hears_units(strategy_, role_)),
+      peak_cache_(default_cache_dir() / "peak_flops.json"),
+      checkpoint_dir_(request.out_dir / "checkpoint"),
+      start_step_(set_up_and_resume()),
+      log_(request.out_dir / "metrics.jsonl", comm.rank() == 0, start_step_),
+      timeline_(comm, config_.trace, request.out_dir, start_step_, train_.steps) {}
+
+// The data checked against the model, the strategy's set-up, then what the host adds around the model for
+// it: gradient-ready hooks, unit events, and the peak FLOP/s in the precision the strategy computes in.
+void CellTraining::set_up_strategy() {
+  for (const data::BatchLoader* l : {&loader_, &val_loader_}) check_vocabulary(l->shard(), info_, config_);
   torch::Tensor token_counts;
-  if (vocabulary_steps) {
-    global_loader.emplace(data::TokenShard::open(config.train_data),
-                          data::BatchLoaderOptions{train.batch_size, train.seq_len, train.batch_size, 0, 1});
-    token_counts = count_tokens(loader.shard(), info.vocab_size);
+  if (vocabulary_steps_) {
+    global_loader_.emplace(data::TokenShard::open(config_.train_data),
+                           data::BatchLoaderOptions{train_.batch_size, train_.seq_len, train_.batch_size, 0, 1});
+    token_counts = count_tokens(loader_.shard(), info_.vocab_size);
   }
-  const bool unit_steps = hears_units(strategy, role);
   const std::vector<sdk::ModelUnit> units =
-      unit_steps ? model_units(model, params.size()) : std::vector<sdk::ModelUnit>{};
-  strategy.call(strategy->setup({params, train.optimizer, micro_steps, info, token_counts, units}), "setup");
-  sdk::PrecisionPolicy precision;
-  strategy.call(strategy->precision(&precision), "precision");
+      unit_steps_ ? model_units(model_, params_.size()) : std::vector<sdk::ModelUnit>{};
+  strategy_.call(strategy_->setup({params_, train_.optimizer, micro_steps_, info_, token_counts, units}), "setup");
+  strategy_.call(strategy_->precision(&precision_), "precision");
 
-  std::vector<torch::Tensor> tensors;
-  for (const auto& p : params) tensors.push_back(p.tensor);
-  GradientHooks hooks(tensors, [&](std::size_t i) { strategy.call(strategy->gradient_ready(i), "gradient_ready"); });
-  // Created after `hooks`: a parameter's gradient_ready comes before its unit's BackwardEnd.
-  std::optional<UnitEvents> unit_events;
-  if (unit_steps) {
-    unit_events.emplace(strategy, units, tensors);
-    if (model_record.descriptor->abi_minor >= 4) model.call(model->set_unit_hooks(&*unit_events), "set_unit_hooks");
+  const std::vector<torch::Tensor> tensors = parameter_tensors(params_);
+  hooks_.emplace(tensors, [this](std::size_t i) { strategy_.call(strategy_->gradient_ready(i), "gradient_ready"); });
+  if (unit_steps_) {
+    unit_events_.emplace(strategy_, units, tensors);
+    if (model_record_.descriptor->abi_minor >= 4) model_.call(model_->set_unit_hooks(&*unit_events_), "set_unit_hooks");
   }
-  // The model's loss with the root unit's events around it (a strategy that frees parameters gathers them).
-  auto model_loss = [&](const sdk::Batch& batch, const sdk::OutputSubset* subset, torch::Tensor* loss) {
-    if (unit_events) unit_events->root_forward_begin();
-    model.call(model->loss(batch, subset, loss), "loss");
-    if (unit_events) unit_events->root_forward_end();
-  };
 
-  double flops_per_token = 0.0;
-  model.call(model->flops_per_token(train.seq_len, &flops_per_token), "flops_per_token");
-  // The peak in the precision the strategy computes in: bf16 products run several times faster than fp32.
-  const fs::path peak_cache = default_cache_dir() / "peak_flops.json";
-  const PeakFlops peak = config.peak_flops > 0
-                             ? PeakFlops{config.peak_flops, precision_name(precision.compute_dtype), "metrics.peak_flops"}
-                             : cpu_peak_flops(threads, precision.compute_dtype, peak_cache);
+  model_.call(model_->flops_per_token(train_.seq_len, &flops_per_token_), "flops_per_token");
+  // bf16 products run several times faster than fp32.
+  peak_ = config_.peak_flops > 0
+              ? PeakFlops{config_.peak_flops, precision_name(precision_.compute_dtype), "metrics.peak_flops"}
+              : cpu_peak_flops(threads_, precision_.compute_dtype, peak_cache_);
+}
 
-  fs::create_directories(request.out_dir);
-  const fs::path checkpoint_dir = request.out_dir / "checkpoint";
-  std::int64_t start_step = 0;
-  if (request.resume)
-    if (auto step = load_checkpoint(checkpoint_dir, comm, model, strategy)) {
-      start_step = *step;
-      if (unit_steps) comm.take_stats();
-      spdlog::info("resumed from {} at step {}", checkpoint_dir.string(), start_step);
-    }
-  MetricsLog log(request.out_dir / "metrics.jsonl", rank == 0, start_step);
-  Timeline timeline(comm, config.trace, request.out_dir, start_step, train.steps);
+// The initialiser of start_step_: everything above it exists, and the metrics log and timeline need its answer.
+std::int64_t CellTraining::set_up_and_resume() {
+  set_up_strategy();
+  fs::create_directories(request_.out_dir);
+  if (!request_.resume) return 0;
+  const std::optional<std::int64_t> step = load_checkpoint(checkpoint_dir_, comm_, model_, strategy_);
+  if (!step) return 0;
+  if (unit_steps_) comm_.take_stats();
+  spdlog::info("resumed from {} at step {}", checkpoint_dir_.string(), *step);
+  return *step;
+}
 
-  // The validation set is the first eval.batches global batches of val.bin, split over the computing
-  // ranks as training batches are: the same sequences whatever the rank count, so val loss compares
-  // across strategies and node counts.
-  auto evaluate = [&]() {
-    const auto eval_start = Clock::now();
-    model.call(model->set_training(false), "set_training");
-    torch::NoGradGuard no_grad;
-    double sum = 0.0, count = 0.0;
-    for (std::int64_t i = 0; computes && i < config.eval_batches; ++i)
-      for (std::int64_t m = 0; m < micro_steps; ++m) {
-        const data::Batch b = val_loader.batch(i, m);
-        torch::Tensor loss;
-        if (unit_events) unit_events->set_pass(false, m, true);
-        model_loss({b.inputs.to(device), b.targets.to(device)}, nullptr, &loss);
-        sum += loss.item<double>();
-        count += 1;
-      }
-    model.call(model->set_training(true), "set_training");
-    const double mean = mean_over_ranks(comm, sum, count);
-    timeline.span(Phase::Eval, eval_start);
-    return mean;
-  };
+nlohmann::json CellTraining::run() {
+  model_.call(model_->set_training(true), "set_training");
+  for (std::int64_t step = start_step_; step < train_.steps; ++step)
+    if (!take_step(step)) return nlohmann::json{{"status", "interrupted"}, {"step", step}};
+  if (std::isnan(val_loss_)) val_loss_ = evaluate();  // resumed after the last step
+  return write_summary();
+}
 
-  const std::int64_t tokens_per_step = train.batch_size * train.seq_len;
-  RunTotals totals;
-  double train_loss = std::nan(""), val_loss = std::nan("");
-  model.call(model->set_training(true), "set_training");
-  for (std::int64_t step = start_step; step < train.steps; ++step) {
-    if (request.stop_after > 0 && step - start_step == request.stop_after) {
-      spdlog::warn("stopping after {} steps as asked (--stop-after); the next run resumes from the last checkpoint",
-                   request.stop_after);
-      return nlohmann::json{{"status", "interrupted"}, {"step", step}};
-    }
-    const auto step_start = Clock::now();
-    timeline.begin_step(step, step_start);
-    StepTimes t;
-    const sdk::StepContext ctx{step, learning_rate(step, train.steps, train.warmup_steps, train.optimizer.lr, train.min_lr)};
-    strategy.call(strategy->begin_step(ctx), "begin_step");
-    sdk::OutputVocabulary vocabulary;
-    if (vocabulary_steps) {
-      const data::Batch global = global_loader->batch(step, 0);
-      strategy.call(strategy->output_vocabulary({step, global.inputs, global.targets}, &vocabulary),
-                    "output_vocabulary");
-      if (vocabulary.rows.defined()) {
-        if (!info.supports_output_subset)
-          throw ConfigError({config.file + ": strategy '" + config.strategy_name + "' restricts the softmax, but model '" +
-                             config.model_name + "' does not support an output subset"});
-        vocabulary.rows = vocabulary.rows.to(device);
-      }
-    }
-    double loss_scale = 1.0;
-    strategy.call(strategy->loss_scale(&loss_scale), "loss_scale");
-    timeline.span(Phase::Prologue, step_start);
-    double loss_sum = 0.0;
-    for (std::int64_t m = 0; computes && m < micro_steps; ++m) {
-      auto t0 = Clock::now();
-      const data::Batch b = loader.batch(step, m);
-      const sdk::Batch batch = keyed_batch(b, device, step, train.seed, sample_offset(batching, m));
-      t.data += timeline.span(Phase::Data, t0);
-      t0 = Clock::now();
-      std::optional<sdk::OutputSubset> subset;
-      if (vocabulary.rows.defined()) subset = restrict_targets(vocabulary, batch.targets, info.vocab_size, step);
-      torch::Tensor loss;
-      if (unit_events) unit_events->set_pass(true, m, m + 1 == micro_steps);
-      {
-        AutocastScope autocast(device.type(), precision.compute_dtype);
-        model_loss(batch, subset ? &*subset : nullptr, &loss);
-      }
-      loss_sum += loss.item<double>();
-      t.forward += timeline.span(Phase::Forward, t0);
-      t0 = Clock::now();
-      if (m + 1 == micro_steps) hooks.arm();
-      if (unit_events) unit_events->backward_begin();
-      (loss * (loss_scale / static_cast<double>(micro_steps))).backward();
-      if (m + 1 == micro_steps) hooks.finish();
-      if (unit_events) unit_events->backward_done();
-      sync_device(device);
-      t.backward += timeline.span(Phase::Backward, t0);
-    }
+bool CellTraining::take_step(std::int64_t step) {
+  if (request_.stop_after > 0 && step - start_step_ == request_.stop_after) {
+    spdlog::warn("stopping after {} steps as asked (--stop-after); the next run resumes from the last checkpoint",
+                 request_.stop_after);
+    return false;
+  }
+  const auto step_start = Clock::now();
+  timeline_.begin_step(step, step_start);
+  StepTimes t;
+  const sdk::StepContext ctx{step, learning_rate(step, train_.steps, train_.warmup_steps, train_.optimizer.lr, train_.min_lr)};
+  strategy_.call(strategy_->begin_step(ctx), "begin_step");
+  const sdk::OutputVocabulary vocabulary = step_vocabulary(step);
+  double loss_scale = 1.0;
+  strategy_.call(strategy_->loss_scale(&loss_scale), "loss_scale");
+  timeline_.span(Phase::Prologue, step_start);
+  const double loss_sum = forward_backward(step, vocabulary, loss_scale, t);
+  auto t0 = Clock::now();
+  strategy_.call(strategy_->end_backward(), "end_backward");
+  timeline_.span(Phase::EndBackward, t0);
+  const auto update_start = Clock::now();
+  sdk::StepResult result;
+  strategy_.call(strategy_->update(ctx, &result), "update");
+  sync_device(device_);
+  timeline_.span(Phase::Update, update_start);
+  t.update = seconds_since(t0);
+  const auto report_start = Clock::now();
+  // The report waits for the slowest rank, as the next step's first collective would: its time is
+  // part of the step, so tokens/s is what the job achieves, not what rank 0 alone would.
+  const bool computes = role_.computes;
+  const StepReport report = gather_step_report(
+      comm_, {computes, loss_sum, computes ? static_cast<double>(micro_steps_) : 0.0, comm_.take_stats()});
+  timeline_.span(Phase::Report, report_start);
+  t.step = seconds_since(step_start);
+  timeline_.end_step(t.step);
+  const CommStats& comm_stats = report.ranks[static_cast<std::size_t>(comm_.rank())].comm;
+  t.comm = comm_stats.seconds;
+  train_loss_ = report.mean_loss;
+  if (!std::isfinite(train_loss_))
+    throw std::runtime_error("step " + std::to_string(step) + ": loss is " + std::to_string(train_loss_) +
+                             " (diverged); lower train.lr or enable gradient clipping");
+  const bool last = step + 1 == train_.steps;
+  std::optional<double> step_val;
+  if ((config_.eval_every > 0 && (step + 1) % config_.eval_every == 0) || last) step_val = val_loss_ = evaluate();
+
+  const std::int64_t tokens_per_step = train_.batch_size * train_.seq_len;
+  log_step({step, train_loss_, ctx.lr, result, t, comm_stats, tokens_per_step / t.step,
+            flops_per_token_ * static_cast<double>(tokens_per_step) / group_.count / t.step / peak_.per_rank,
+            step_val, plugin_metrics_.take(), report.ranks},
+           last);
+  checkpoint_after(step, last);
+  return true;
+}
+
+sdk::OutputVocabulary CellTraining::step_vocabulary(std::int64_t step) {
+  sdk::OutputVocabulary vocabulary;
+  if (!vocabulary_steps_) return vocabulary;
+  const data::Batch global = global_loader_->batch(step, 0);
+  strategy_.call(strategy_->output_vocabulary({step, global.inputs, global.targets}, &vocabulary),
+                 "output_vocabulary");
+  if (vocabulary.rows.defined()) {
+    if (!info_.supports_output_subset)
+      throw ConfigError({config_.file + ": strategy '" + config_.strategy_name + "' restricts the softmax, but model '" +
+                         config_.model_name + "' does not support an output subset"});
+    vocabulary.rows = vocabulary.rows.to(device_);
+  }
+  return vocabulary;
+}
+
+double CellTraining::forward_backward(std::int64_t step, const sdk::OutputVocabulary& vocabulary, double loss_scale,
+                                      StepTimes& t) {
+  double loss_sum = 0.0;
+  for (std::int64_t m = 0; role_.computes && m < micro_steps_; ++m) {
     auto t0 = Clock::now();
-    strategy.call(strategy->end_backward(), "end_backward");
-    timeline.span(Phase::EndBackward, t0);
-    const auto update_start = Clock::now();
-    sdk::StepResult result;
-    strategy.call(strategy->update(ctx, &result), "update");
-    sync_device(device);
-    timeline.span(Phase::Update, update_start);
-    t.update = seconds_since(t0);
-    const auto report_start = Clock::now();
-    // The report waits for the slowest rank, as the next step's first collective would: its time is
-    // part of the step, so tokens/s is what the job achieves, not what rank 0 alone would.
-    const StepReport report =
-        gather_step_report(comm, {computes, loss_sum, computes ? static_cast<double>(micro_steps) : 0.0,
-                                  comm.take_stats()});
-    timeline.span(Phase::Report, report_start);
-    t.step = seconds_since(step_start);
-    timeline.end_step(t.step);
-    const CommStats& comm_stats = report.ranks[static_cast<std::size_t>(rank)].comm;
-    t.comm = comm_stats.seconds;
-    train_loss = report.mean_loss;
-    if (!std::isfinite(train_loss))
-      throw std::runtime_error("step " + std::to_string(step) + ": loss is " + std::to_string(train_loss) +
-                               " (diverged); lower train.lr or enable gradient clipping");
-    const bool last = step + 1 == train.steps;
-    std::optional<double> step_val;
-    if ((config.eval_every > 0 && (step + 1) % config.eval_every == 0) || last) step_val = val_loss = evaluate();
-
-    StepRecord record{step,
-                      train_loss,
-                      ctx.lr,
-                      result,
-                      t,
-                      comm_stats,
-                      tokens_per_step / t.step,
-                      flops_per_token * static_cast<double>(tokens_per_step) / group.count / t.step / peak.per_rank,
-                      step_val,
-                      plugin_metrics.take(),
-                      report.ranks};
-    log.write(record);
-    totals.add(record, step == start_step && train.steps - start_step > 1);
-    if (rank == 0 && (step % config.log_every == 0 || last))
-      spdlog::info("step {:>5}/{} loss {:.4f} lr {:.2e} {:.0f} tok/s{}", step + 1, train.steps, train_loss, ctx.lr,
-                   record.tokens_per_sec, step_val ? fmt::format(" val {:.4f}", *step_val) : "");
-    if ((config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0) || last) {
-      const auto checkpoint_start = Clock::now();
-      save_checkpoint(checkpoint_dir, rank, step + 1, model, strategy);
-      timeline.span(Phase::Checkpoint, checkpoint_start);
-      if (unit_steps) comm.take_stats();  // a sharding strategy's gathering for the checkpoint: not a step's traffic
+    const data::Batch b = loader_.batch(step, m);
+    const sdk::Batch batch = keyed_batch(b, device_, step, train_.seed, sample_offset(batching_, m));
+    t.data += timeline_.span(Phase::Data, t0);
+    t0 = Clock::now();
+    std::optional<sdk::OutputSubset> subset;
+    if (vocabulary.rows.defined()) subset = restrict_targets(vocabulary, batch.targets, info_.vocab_size, step);
+    torch::Tensor loss;
+    if (unit_events_) unit_events_->set_pass(true, m, m + 1 == micro_steps_);
+    {
+      AutocastScope autocast(device_.type(), precision_.compute_dtype);
+      model_loss(batch, subset ? &*subset : nullptr, &loss);
     }
+    loss_sum += loss.item<double>();
+    t.forward += timeline_.span(Phase::Forward, t0);
+    t0 = Clock::now();
+    if (m + 1 == micro_steps_) hooks_->arm();
+    if (unit_events_) unit_events_->backward_begin();
+    (loss * (loss_scale / static_cast<double>(micro_steps_))).backward();
+    if (m + 1 == micro_steps_) hooks_->finish();
+    if (unit_events_) unit_events_->backward_done();
+    sync_device(device_);
+    t.backward += timeline_.span(Phase::Backward, t0);
   }
-  if (std::isnan(val_loss)) val_loss = evaluate();  // resumed after the last step
+  return loss_sum;
+}
 
-  YAML::Node resolved = YAML::Clone(config.resolved);
-  resolved["model"] = to_yaml(model_services.options);
-  resolved["model"]["name"] = config.model_name;
-  resolved["strategy"] = to_yaml(strategy_services.options);
-  resolved["strategy"]["name"] = config.strategy_name;
-  RunFacts facts{info, config.model_name, config.strategy_name, world, threads, train.steps, peak,
-                 flops_per_token, config.device, comm.backend()};
-  nlohmann::json summary = make_summary(facts, totals, train_loss, val_loss, resolved);
-  summary["step_breakdown"] = timeline.finish();
-  check_mfu_against_peak(totals.mfu, peak, threads, peak_cache);
-  if (rank == 0) {
-    util::write_file_atomically(request.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");
-    util::write_file_atomically(request.out_dir / "summary.json", summary.dump(2) + "\n");
+// The model's loss with the root unit's events around it (a strategy that frees parameters gathers them).
+void CellTraining::model_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset, torch::Tensor* loss) {
+  if (unit_events_) unit_events_->root_forward_begin();
+  model_.call(model_->loss(batch, subset, loss), "loss");
+  if (unit_events_) unit_events_->root_forward_end();
+}
+
+// The validation set is the first eval.batches global batches of val.bin, split over the computing
+// ranks as training batches are: the same sequences whatever the rank count, so val loss compares
+// across strategies and node counts.
+double CellTraining::evaluate() {
+  const auto eval_start = Clock::now();
+  model_.call(model_->set_training(false), "set_training");
+  torch::NoGradGuard no_grad;
+  double sum = 0.0, count = 0.0;
+  for (std::int64_t i = 0; role_.computes && i < config_.eval_batches; ++i)
+    for (std::int64_t m = 0; m < micro_steps_; ++m) {
+      const data::Batch b = val_loader_.batch(i, m);
+      torch::Tensor loss;
+      if (unit_events_) unit_events_->set_pass(false, m, true);
+      model_loss({b.inputs.to(device_), b.targets.to(device_)}, nullptr, &loss);
+      sum += loss.item<double>();
+      count += 1;
+    }
+  model_.call(model_->set_training(true), "set_training");
+  const double mean = mean_over_ranks(comm_, sum, count);
+  timeline_.span(Phase::Eval, eval_start);
+  return mean;
+}
+
+void CellTraining::log_step(const StepRecord& record, bool last) {
+  log_.write(record);
+  totals_.add(record, record.step == start_step_ && train_.steps - start_step_ > 1);
+  if (comm_.rank() == 0 && (record.step % config_.log_every == 0 || last))
+    spdlog::info("step {:>5}/{} loss {:.4f} lr {:.2e} {:.0f} tok/s{}", record.step + 1, train_.steps, record.loss,
+                 record.lr, record.tokens_per_sec, record.val_loss ? fmt::format(" val {:.4f}", *record.val_loss) : "");
+}
+
+void CellTraining::checkpoint_after(std::int64_t step, bool last) {
+  if (!((config_.checkpoint_every > 0 && (step + 1) % config_.checkpoint_every == 0) || last)) return;
+  const auto checkpoint_start = Clock::now();
+  save_checkpoint(checkpoint_dir_, comm_.rank(), step + 1, model_, strategy_);
+  timeline_.span(Phase::Checkpoint, checkpoint_start);
+  if (unit_steps_) comm_.take_stats();  // a sharding strategy's gathering for the checkpoint: not a step's traffic
+}
+
+// summary.json and config.resolved.yaml (rank 0 writes them; every rank returns the summary).
+nlohmann::json CellTraining::write_summary() {
+  YAML::Node resolved = YAML::Clone(config_.resolved);
+  resolved["model"] = to_yaml(model_services_.options);
+  resolved["model"]["name"] = config_.model_name;
+  resolved["strategy"] = to_yaml(strategy_services_.options);
+  resolved["strategy"]["name"] = config_.strategy_name;
+  RunFacts facts{info_, config_.model_name, config_.strategy_name, comm_.size(), threads_, train_.steps, peak_,
+                 flops_per_token_, config_.device, comm_.backend()};
+  nlohmann::json summary = make_summary(facts, totals_, train_loss_, val_loss_, resolved);
+  summary["step_breakdown"] = timeline_.finish();
+  check_mfu_against_peak(totals_.mfu, peak_, threads_, peak_cache_);
+  if (comm_.rank() == 0) {
+    util::write_file_atomically(request_.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");
+    util::write_file_atomically(request_.out_dir / "summary.json", summary.dump(2) + "\n");
   }
   return summary;
+}
+
+}  // namespace
+
+nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& registry, HostCommunicator& comm) {
+  CellTraining cell(request, registry, comm);
+  return cell.run();
 }
 
 }  // namespace gradsweep::host

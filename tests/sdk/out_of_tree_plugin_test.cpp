@@ -1,5 +1,6 @@
 // A third party's view: install gradsweep, build the example strategy out of tree against the
 // installed SDK with find_package(GradSweepSDK), and train with it through the installed host.
+#include "sdk/installed_sdk.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -12,20 +13,16 @@ namespace fs = std::filesystem;
 
 TEST(OutOfTreePlugin, BuildsAgainstInstalledSdkAndTrains) {
   const fs::path dir = test::scratch_dir();
-  const fs::path prefix = dir / "prefix";
   auto run = [](const std::string& cmd) {
     const auto r = test::run_command(cmd);
     EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
     return r;
   };
-  run("cmake --install " + test::build_dir().string() + " --prefix " + prefix.string());
+  const fs::path prefix = test::installed_prefix();
   ASSERT_TRUE(fs::exists(prefix / "include" / "gradsweep" / "sdk" / "plugin.hpp"));
   ASSERT_TRUE(fs::exists(prefix / "bin" / "gradsweep"));
 
-  const fs::path example = test::source_dir() / "sdk" / "examples" / "periodic_average";
-  run("cmake -S " + example.string() + " -B " + (dir / "example").string() + " -G Ninja -DCMAKE_BUILD_TYPE=Release " +
-      "-DCMAKE_PREFIX_PATH=" + prefix.string() + " -DTorch_DIR=" + std::string(GRADSWEEP_TEST_TORCH_DIR));
-  run("cmake --build " + (dir / "example").string());
+  test::build_out_of_tree(test::source_dir() / "sdk" / "examples" / "periodic_average", dir / "example");
   const fs::path plugin = dir / "example" / "plugins" / "periodic_average.so";
   ASSERT_TRUE(fs::exists(plugin));
 

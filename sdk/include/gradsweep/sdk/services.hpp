@@ -119,11 +119,20 @@ struct PluginContext {
   torch::Device device;
 };
 
-// Plugin-side conveniences: throw on failure, so plugin code reads like ordinary C++.
+// Plugin-side conveniences: throw on failure, so plugin code reads like ordinary C++. One for every
+// Communicator call that returns a Status (compiled into the plugin: adding one changes no ABI).
 namespace collective {
 inline void allreduce(Communicator& c, torch::Tensor& t, ReduceOp op = ReduceOp::Sum) { check(c.allreduce(t, op)); }
 inline void broadcast(Communicator& c, torch::Tensor& t, int root) { check(c.broadcast(t, root)); }
 inline void barrier(Communicator& c) { check(c.barrier()); }
+inline void send(Communicator& c, const torch::Tensor& t, int dst, int tag) { check(c.send(t, dst, tag)); }
+inline void recv(Communicator& c, torch::Tensor& t, int src, int tag) { check(c.recv(t, src, tag)); }
+// Returns the rank whose message arrived.
+inline int recv_any(Communicator& c, torch::Tensor& t, int tag) {
+  int source = kAnySource;
+  check(c.recv_any(t, tag, &source));
+  return source;
+}
 inline void reduce_scatter(Communicator& c, const torch::Tensor& in, torch::Tensor& out, ReduceOp op = ReduceOp::Sum) {
   check(c.reduce_scatter(in, out, op));
 }

@@ -1,0 +1,92 @@
+// docs/plugins.md carries a complete minimal strategy. This test takes the file and its CMakeLists.txt out
+// of the page as written, builds them out of tree against the installed SDK and trains 2 ranks with the
+// plugin: the losses must be `single`'s at the same global batch, as a synchronous strategy's are
+// (tests/strategies/equivalence_test.cpp). If the page's example stops compiling, this test fails.
+#include "sdk/installed_sdk.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace gradsweep {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The fenced block that follows `<!-- example: NAME -->` in `page`; empty when there is none.
+std::string example_block(const std::string& page, const std::string& name) {
+  const std::string marker = "<!-- example: " + name + " -->";
+  const std::size_t at = page.find(marker);
+  if (at == std::string::npos) return {};
+  const std::size_t open = page.find("```", at + marker.size());
+  const std::size_t body = page.find('\n', open);
+  const std::size_t close = page.find("\n```", body);
+  if (open == std::string::npos || body == std::string::npos || close == std::string::npos) return {};
+  return page.substr(body + 1, close - body);
+}
+
+std::vector<double> losses(const fs::path& out) {
+  std::vector<double> values;
+  std::ifstream metrics(out / "metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) values.push_back(nlohmann::json::parse(line).at("loss").get<double>());
+  return values;
+}
+
+std::string tiny_cell(const fs::path& plugins, const std::string& strategy) {
+  const fs::path corpus = test::byte_corpus();
+  return "plugins:\n  paths: [" + plugins.string() + "]\n" +
+         "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n" + "strategy: " + strategy +
+         "\ndata: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() + "}\n" +
+         "train: {steps: 20, batch_size: 8, seq_len: 32, lr: 3e-3, grad_clip: 1.0, seed: 7}\n"
+         "eval: {batches: 2}\ncheckpoint: {every: 0}\nmetrics: {peak_flops: 1e10}\nruntime: {threads: 1}\n";
+}
+
+TEST(DocsExample, MinimalStrategyFromPluginsPageBuildsAndMatchesSingle) {
+  const fs::path dir = test::scratch_dir();
+  const std::string page = test::read_text(test::source_dir() / "docs" / "plugins.md");
+  const std::string source = example_block(page, "minimal_strategy.cpp");
+  const std::string cmake = example_block(page, "CMakeLists.txt");
+  ASSERT_FALSE(source.empty()) << "docs/plugins.md has no block after <!-- example: minimal_strategy.cpp -->";
+  ASSERT_FALSE(cmake.empty()) << "docs/plugins.md has no block after <!-- example: CMakeLists.txt -->";
+  test::write_text(dir / "src" / "minimal_strategy.cpp", source);
+  test::write_text(dir / "src" / "CMakeLists.txt", cmake);
+
+  const std::string output = test::build_out_of_tree(dir / "src", dir / "build");
+  const fs::path plugins = dir / "build" / "plugins";
+  ASSERT_TRUE(fs::exists(plugins / "minimal_strategy.so")) << output;
+
+  // The configuration names the plugin by its descriptor's name, not by its file's.
+  const fs::path gradsweep = test::installed_prefix() / "bin" / "gradsweep";
+  const auto listing = test::run_command(gradsweep.string() + " plugins minimal_allreduce --path " + plugins.string());
+  ASSERT_EQ(listing.exit_code, 0) << listing.output;
+  EXPECT_NE(listing.output.find("one of native, ring"), std::string::npos) << listing.output;
+
+  test::write_text(dir / "single.yaml", tiny_cell(plugins, "{name: single}"));
+  test::write_text(dir / "docs.yaml", tiny_cell(plugins, "{name: minimal_allreduce, algorithm: ring}"));
+  const auto single = test::run_command(gradsweep.string() + " train " + (dir / "single.yaml").string() + " --out " +
+                                        (dir / "single").string());
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const auto docs = test::run_command(test::mpirun(
+      2, gradsweep.string() + " train " + (dir / "docs.yaml").string() + " --out " + (dir / "docs").string(), "", 120));
+  ASSERT_EQ(docs.exit_code, 0) << docs.output;
+
+  const std::vector<double> reference = losses(dir / "single"), run = losses(dir / "docs");
+  ASSERT_EQ(reference.size(), 20u);
+  ASSERT_EQ(run.size(), 20u);
+  double worst = 0.0;
+  for (std::size_t i = 0; i < run.size(); ++i) worst = std::max(worst, std::abs(run[i] - reference[i]) / reference[i]);
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_LT(run.back(), run.front());
+  const auto summary = nlohmann::json::parse(test::read_text(dir / "docs" / "summary.json"));
+  EXPECT_EQ(summary.at("world_size"), 2);
+  EXPECT_EQ(summary.at("strategy"), "minimal_allreduce");
+}
+
+}  // namespace
+}  // namespace gradsweep
