@@ -25,6 +25,13 @@ double number(const nlohmann::json& j, const char* key) {
 
 bool is_x_axis(const std::string& axis) { return axis == "nodes" || axis == "ranks_per_node" || axis == "seed"; }
 
+// Axes of where a cell ran rather than of what it computes: a configuration's one-rank compute is the same
+// at every link rate and time dilation (one node has no link).
+bool is_placement_axis(const std::string& axis) {
+  return axis == "link_bandwidth" || axis == "launcher.link.bandwidth" || axis == "dilation" ||
+         axis == "launcher.dilation";
+}
+
 experiment::AxisValues line_axes(const experiment::PlannedCell& cell) {
   experiment::AxisValues axes;
   for (const auto& kv : cell.axes)
@@ -83,15 +90,16 @@ MeasuredCell measure(const experiment::PlannedCell& cell, std::size_t index) {
 // whose other axes (all but strategy) agree; the median of each figure.
 void add_compute(LineProfile& line, const MeasuredCell& sample, const std::vector<MeasuredCell>& cells,
                  const experiment::SweepPlan& plan, bool pooled) {
-  const auto others = [&](const MeasuredCell& c) {
+  const auto compute_axes = [&](const MeasuredCell& c, bool with_strategy) {
     experiment::AxisValues axes;
     for (const auto& kv : line_axes(plan.cells[c.index]))
-      if (kv.first != "strategy") axes.push_back(kv);
+      if (!is_placement_axis(kv.first) && (with_strategy || kv.first != "strategy")) axes.push_back(kv);
     return axes;
   };
+  const auto others = [&](const MeasuredCell& c) { return compute_axes(c, false); };
   std::vector<const MeasuredCell*> chosen;
   for (const auto& c : cells)
-    if (!pooled && c.ok && c.ranks == 1 && c.line == line.line) chosen.push_back(&c);
+    if (!pooled && c.ok && c.ranks == 1 && compute_axes(c, true) == compute_axes(sample, true)) chosen.push_back(&c);
   const bool own = !chosen.empty();
   if (!own)
     for (const auto& c : cells)
