@@ -4,6 +4,7 @@
 #include "cli/plan_command.hpp"
 #include "cli/plugins_command.hpp"
 #include "cli/prepare_command.hpp"
+#include "cli/project_command.hpp"
 #include "cli/provenance_command.hpp"
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   gradsweep::cli::register_run_command(app);
   gradsweep::cli::register_status_command(app);
   gradsweep::cli::register_report_command(app);
+  gradsweep::cli::register_project_command(app);  // docs/projection.md
   gradsweep::cli::register_provenance_command(app);  // hidden: the Slurm batch script's
   try {
     app.parse(argc, argv);

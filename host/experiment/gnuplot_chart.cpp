@@ -127,6 +127,7 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
     if (chart.integer_x) gp << "set xtics 1\nset offsets 0.25, 0.25, " << top << ", 0\n";
     else if (chart.y_from_zero) gp << "set offsets 0, 0, " << top << ", 0\n";
     if (chart.y_from_zero) gp << "set yrange [0:*]\n";
+    if (chart.log_x) gp << "set logscale x 2\nset offsets graph 0.03, graph 0.03, " << top << ", 0\n";
     gp << "plot ";
     for (std::size_t i = 0; i < chart.series.size(); ++i) {
       // Error bars of series at the same x would hide each other: shift each series a little sideways.
@@ -134,9 +135,13 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
       gp << (i ? ", \\\n     " : "") << quoted(data.string()) << " index " << i
          << (chart.series[i].errors.empty() ? " using 1:2 with "
                                             : " using ($1+" + std::to_string(dodge) + "):2:3:4 with ")
-         << (!chart.series[i].errors.empty() ? "yerrorlines" : chart.points ? "linespoints" : "lines")
+         << (!chart.series[i].errors.empty() ? "yerrorlines"
+             : !chart.series[i].style.empty() ? chart.series[i].style
+             : chart.points                   ? "linespoints"
+                                              : "lines")
          // gnuplot has 8 colours: the next 8 lines are dashed, so that none looks like another.
-         << " linetype " << i % 8 + 1 << " dashtype " << i / 8 % 5 + 1 << " title " << quoted(chart.series[i].title);
+         << " linetype " << (chart.series[i].linetype > 0 ? chart.series[i].linetype : static_cast<int>(i % 8) + 1)
+         << " dashtype " << i / 8 % 5 + 1 << " title " << quoted(chart.series[i].title);
     }
     if (chart.series.empty()) gp << "NaN title \"no data\"";
     gp << "\n";

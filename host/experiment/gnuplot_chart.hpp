@@ -13,6 +13,9 @@ struct ChartSeries {
   std::vector<std::pair<double, double>> points;  // drawn in this order
   // Error bars (low, high) parallel to points, or empty for none.
   std::vector<std::pair<double, double>> errors;
+  // gnuplot's style for this series ("points", "lines"); "" = the chart's (linespoints or lines).
+  std::string style;
+  int linetype = 0;  // gnuplot's colour (1-8); 0 = by the series' position
 };
 
 struct Chart {
@@ -22,6 +25,7 @@ struct Chart {
   bool points = true;    // marks at each point (false: lines only, for long curves)
   bool integer_x = false;
   bool y_from_zero = false;  // quantities whose zero means something (tokens/s, bytes): no cut axis
+  bool log_x = false;        // base-2 logarithmic x axis (node counts 1..64)
   // Stacked bars instead of lines: one bar per entry of bar_labels, each series a layer whose points'
   // second values are the layer's height in each bar (in bar order).
   bool stacked = false;

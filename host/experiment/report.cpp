@@ -5,6 +5,7 @@
 #include "experiment/gnuplot_chart.hpp"
 #include "experiment/machine_load.hpp"
 #include "experiment/series_labels.hpp"
+#include "projection/projection_report.hpp"
 #include "util/atomic_file.hpp"
 
 #include <nlohmann/json.hpp>
@@ -185,6 +186,14 @@ std::vector<Chart> build_charts(const SweepPlan& plan, const Comparison& c) {
   charts.push_back({"memory", "Peak resident memory (rank 0)", x, "MiB",
                     per_line(plan, c, by_nodes, metric("peak_rss_mb")), true, true, true});
   charts.push_back(step_breakdown_chart(plan, c));
+  charts.push_back({"overlap", "Communication hidden behind computation (comm.overlap, rank 0)", x,
+                    "overlap (1 - blocked / busy)",
+                    per_line(plan, c, by_nodes,
+                             [&c](std::size_t i) {
+                               const nlohmann::json& s = c.cells[i].summary;
+                               return s.contains("comm") ? number(s["comm"], "overlap") : NAN;
+                             }),
+                    true, true, true});
   return charts;
 }
 
@@ -239,6 +248,7 @@ Report write_report(const SweepPlan& plan, const ReportOptions& command_line) {
 
   report.table = collect_results(plan);
   add_comparison_columns(report.table, comparison);
+  const projection::ProjectionReport projected = projection::add_projection(plan, report.table);
   report.markdown_table = to_markdown(report.table);
   report.comparison_markdown = comparison_markdown(comparison);
   if (std::isfinite(comparison.target_loss)) {
@@ -251,7 +261,8 @@ Report write_report(const SweepPlan& plan, const ReportOptions& command_line) {
                                 comparison.target_source + ")");
   }
 
-  const auto charts = build_charts(plan, comparison);
+  auto charts = build_charts(plan, comparison);
+  charts.insert(charts.end(), projected.charts.begin(), projected.charts.end());
   const fs::path plots_dir = plan.out_dir / "plots";
   for (const auto& chart : charts) {
     try {
@@ -269,6 +280,7 @@ Report write_report(const SweepPlan& plan, const ReportOptions& command_line) {
         " cells finished ok. Every column of every cell: [results.csv](results.csv); per cell: `cells/<id>/`.\n\n";
   md += report.markdown_table + "\n";
   md += report.comparison_markdown;
+  md += projected.markdown;
   md += load_section(plan, comparison, report.warnings);
   if (!report.plot_problem.empty()) md += "Plots could not be drawn: " + report.plot_problem + "\n";
   for (std::size_t i = 0; i < report.plots.size(); ++i)

@@ -11,6 +11,9 @@
 //   loss_time.png    training loss vs wall-clock time (sum of step times), one line per cell
 //   bytes.png        bytes sent per step (rank 0) vs node count, per strategy
 //   memory.png       peak resident memory (rank 0) vs node count, per strategy
+//   step_breakdown.png  where each cell's step goes (stacked bars)
+//   overlap.png      comm.overlap (the share of communication hidden behind computation) vs node count
+//   projection.png, predicted_vs_measured.png   when DIR/link_fit.json exists (projection/projection_report.hpp)
 #include "experiment/report_options.hpp"
 #include "experiment/results_table.hpp"
 #include "experiment/sweep_plan.hpp"
