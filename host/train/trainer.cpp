@@ -2,6 +2,7 @@
 
 #include "config/option_schema.hpp"
 #include "data/batch_loader.hpp"
+#include "comm/fault_injection.hpp"
 #include "data/token_shard.hpp"
 #include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_instance.hpp"
@@ -261,6 +262,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
     }
     const auto step_start = Clock::now();
     timeline.begin_step(step, step_start);
+    fault_injection::enter_step(step);  // GRADSWEEP_INJECT_FAULT's clock (gradsweep check strategy)
     StepTimes t;
     const sdk::StepContext ctx{step, learning_rate(step, train.steps, train.warmup_steps, train.optimizer.lr, train.min_lr)};
     strategy.call(strategy->begin_step(ctx), "begin_step");
