@@ -2,6 +2,9 @@
 
 #include "conformance/conformance_kit.hpp"
 
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <iostream>
 #include <memory>
 
@@ -35,6 +38,9 @@ void register_check_command(CLI::App& app) {
                   "Seconds the failing-rank job may run before it counts as hung")->capture_default_str();
   cmd->add_flag("--json", args->json, "Print the findings as JSON");
   cmd->callback([args] {
+    // stdout is the table or the JSON; what the kit's own set-up logs (the corpus, the model) goes with the
+    // progress lines.
+    spdlog::set_default_logger(spdlog::stderr_logger_mt("check"));
     const conformance::KitReport report = conformance::check_strategy(args->request, std::cerr);
     if (args->json)
       std::cout << conformance::to_json(report).dump(2) << std::endl;

@@ -76,7 +76,11 @@ void run_properties(const KitContext& ctx, const KitRequest& request, KitReport&
     throw std::runtime_error("the reference strategy '" + ctx.ws.reference + "' did not train: " + reference.failure());
   const std::map<int, JobRun> runs = train_each_rank_count(ctx, request, reference, report);
   const std::vector<int> runnable = ctx.runnable_ranks();
-  if (!runnable.empty()) {
+  if (runnable.empty())  // nothing checked is not a pass
+    report.findings.push_back({"trains", 0, Verdict::Fail, "",
+                               "every rank count was refused (first: " + ctx.plans.front().refusal +
+                                   "): give options that fit the kit's model (--set) or another --cell"});
+  else {
     // The most ranks: the hardest split of the batch, and the most peers to disagree with.
     const JobRun& widest = runs.at(runnable.back());
     if (widest.ok()) {
@@ -115,7 +119,10 @@ KitReport check_strategy(const KitRequest& request, std::ostream& progress) {
     ctx.strategy = &find_strategy(registry, request.strategy);
     ctx.strategy_sets = {"strategy.name=" + request.strategy};
     ctx.strategy_sets.insert(ctx.strategy_sets.end(), request.options.begin(), request.options.end());
-    ctx.plans = plan_ranks(ctx, registry, request.ranks);
+    std::vector<int> ranks = request.ranks;  // ascending, once each: the last is "the most ranks"
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    ctx.plans = plan_ranks(ctx, registry, ranks);
     progress << "checking strategy '" << request.strategy << "' in " << dir.string() << std::endl;
     run_properties(ctx, request, report);
   } catch (...) {

@@ -76,7 +76,8 @@ Job::Job(const Workspace& ws, JobSpec spec) : spec_(std::move(spec)) {
     argv.insert(argv.begin(), with_env.begin(), with_env.end());
   }
   started_ = now_seconds();
-  pid_ = experiment::spawn_job(experiment::mpirun_command(spec_.ranks, 1, argv, spec_.env), log_, false);
+  // Tied to this process: a check that is stopped (Ctrl-C, a test's timeout) leaves no job behind.
+  pid_ = experiment::spawn_job(experiment::mpirun_command(spec_.ranks, 1, argv, spec_.env), log_, true);
 }
 
 JobRun Job::finish() {

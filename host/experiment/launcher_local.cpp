@@ -69,9 +69,6 @@ bool needs_quotes(const std::string& s) {
 
 }  // namespace
 
-// Starts argv in its own process group (so that stopping it reaches mpirun and every rank it started),
-// with stdout and stderr appended to `log`. With `die_with_launcher` it gets SIGTERM when this process
-// dies (SIGKILL included): an emulated cell's mpirun must not outlive the owner of its cluster.
 pid_t spawn_job(const std::vector<std::string>& argv, const std::filesystem::path& log, bool die_with_launcher) {
   const pid_t parent = ::getpid();
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
