@@ -34,7 +34,8 @@ Fault parse_fault(const std::string& text) {
       throw std::invalid_argument("trailing text or negative");
     return fault;
   } catch (const std::exception&) {
-    throw std::invalid_argument(std::string(kVariable) + "='" + text + "': expected RANK:STEP, two non-negative integers");
+    throw std::invalid_argument(std::string(kVariable) + "='" + text +
+                                "': expected RANK:STEP, two non-negative integers");
   }
 }
 

@@ -36,7 +36,8 @@ const host::PluginRecord& find_strategy(const host::PluginRegistry& registry, co
 void check_option_keys(const std::vector<std::string>& options) {
   for (const auto& o : options)
     if (o.rfind("strategy.", 0) != 0 || o.find('=') == std::string::npos || o.rfind("strategy.name=", 0) == 0)
-      throw std::invalid_argument("--set " + o + ": the check takes the strategy's own options only, "
+      throw std::invalid_argument("--set " + o +
+                                  ": the check takes the strategy's own options only, "
                                   "strategy.KEY=VALUE (the strategy is named by its argument)");
 }
 
@@ -60,8 +61,9 @@ std::map<int, JobRun> train_each_rank_count(const KitContext& ctx, const KitRequ
     const bool is_reference = plan.ranks == 1 && request.strategy == ctx.ws.reference && request.options.empty();
     const std::string label = "train-" + std::to_string(plan.ranks);
     if (is_reference) ctx.say("  " + label + ": the reference's job");
-    const JobRun run = is_reference ? reference
-                                    : ctx.run({label, plan.ranks, ctx.strategy_sets}, std::to_string(plan.ranks) + " rank(s)");
+    const JobRun run = is_reference
+                           ? reference
+                           : ctx.run({label, plan.ranks, ctx.strategy_sets}, std::to_string(plan.ranks) + " rank(s)");
     const auto found = training_findings(ctx, plan, run, reference);
     report.findings.insert(report.findings.end(), found.begin(), found.end());
     runs.emplace(plan.ranks, run);
@@ -70,8 +72,8 @@ std::map<int, JobRun> train_each_rank_count(const KitContext& ctx, const KitRequ
 }
 
 void run_properties(const KitContext& ctx, const KitRequest& request, KitReport& report) {
-  const JobRun reference = ctx.run({"reference", 1, {"strategy.name=" + ctx.ws.reference}},
-                                   "'" + ctx.ws.reference + "' on 1 rank");
+  const JobRun reference =
+      ctx.run({"reference", 1, {"strategy.name=" + ctx.ws.reference}}, "'" + ctx.ws.reference + "' on 1 rank");
   if (!reference.ok())
     throw std::runtime_error("the reference strategy '" + ctx.ws.reference + "' did not train: " + reference.failure());
   const std::map<int, JobRun> runs = train_each_rank_count(ctx, request, reference, report);

@@ -30,8 +30,8 @@ struct JobRun {
   int exit_code = -1;
   bool timed_out = false;
   double seconds = 0;
-  std::string output;          // mpirun's and every rank's stdout and stderr
-  std::vector<double> losses;  // metrics.jsonl, one per step
+  std::string output;              // mpirun's and every rank's stdout and stderr
+  std::vector<double> losses;      // metrics.jsonl, one per step
   std::optional<double> val_loss;  // summary.json
 
   bool ok() const { return exit_code == 0 && !timed_out; }

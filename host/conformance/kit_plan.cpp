@@ -40,15 +40,17 @@ std::vector<RankPlan> plan_ranks(const KitContext& ctx, const host::PluginRegist
                                  const std::vector<int>& ranks) {
   const host::CellConfig config = host::load_cell_config(ctx.ws.cell, ctx.strategy_sets);
   const host::PluginRecord& strategy = *ctx.strategy;
-  const sdk::Options options = host::resolve_plugin_options(config, "strategy", host::option_specs(strategy),
-                                                            host::option_choices(strategy));
+  const sdk::Options options =
+      host::resolve_plugin_options(config, "strategy", host::option_specs(strategy), host::option_choices(strategy));
   // The model as its plugin resolves it, for a check_plan that looks at it (fsdp's units, a block size).
   experiment::ModelFacts facts;
   std::optional<sdk::ModelInfo> model;
   if (const host::PluginRecord* m = registry.try_find(sdk::PluginKind::Model, config.model_name))
-    model = facts.of(*m, host::resolve_plugin_options(config, "model", host::option_specs(*m), host::option_choices(*m)));
+    model =
+        facts.of(*m, host::resolve_plugin_options(config, "model", host::option_specs(*m), host::option_choices(*m)));
   else
-    throw std::runtime_error(ctx.ws.cell.string() + ": model '" + config.model_name + "' is not among the plugins found");
+    throw std::runtime_error(ctx.ws.cell.string() + ": model '" + config.model_name +
+                             "' is not among the plugins found");
 
   std::vector<RankPlan> plans;
   for (const int r : ranks) {
@@ -57,8 +59,8 @@ std::vector<RankPlan> plan_ranks(const KitContext& ctx, const host::PluginRegist
     RankPlan plan{r, verdict.refusal, verdict.capabilities.value_or(sdk::StrategyCapabilities{})};
     const int computing = std::max(1, verdict.computing_ranks);
     if (plan.refusal.empty() && config.train.batch_size % computing != 0)
-      plan.refusal = "the kit's batch of " + std::to_string(config.train.batch_size) + " sequences does not split over " +
-                     std::to_string(computing) + " computing ranks";
+      plan.refusal = "the kit's batch of " + std::to_string(config.train.batch_size) +
+                     " sequences does not split over " + std::to_string(computing) + " computing ranks";
     plans.push_back(plan);
   }
   return plans;

@@ -28,7 +28,7 @@ struct KitContext {
   std::vector<std::string> strategy_sets;  // strategy.name=NAME, then the options given with --set
   std::vector<RankPlan> plans;             // one per rank count asked for, in order
   double hang_deadline_seconds = 30;
-  std::ostream* progress = nullptr;        // one line per job (stderr)
+  std::ostream* progress = nullptr;  // one line per job (stderr)
 
   // The rank counts not refused, in order.
   std::vector<int> runnable_ranks() const;

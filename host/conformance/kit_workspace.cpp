@@ -20,9 +20,10 @@ constexpr int kParagraphs = 300;
 // Sentences from a fixed vocabulary and a fixed generator (not std:: distributions, whose output may
 // differ between standard libraries): about 60 KB of text with enough structure for a loss to fall.
 std::string tiny_corpus() {
-  static constexpr std::array<const char*, 24> kWords{
-      "the", "a", "gradient", "rank", "model", "step", "loss", "falls", "every", "shares", "with", "its",
-      "neighbour", "and", "then", "waits", "for", "one", "batch", "of", "tokens", "learns", "slowly", "again"};
+  static constexpr std::array<const char*, 24> kWords{"the",       "a",     "gradient", "rank",   "model",  "step",
+                                                      "loss",      "falls", "every",    "shares", "with",   "its",
+                                                      "neighbour", "and",   "then",     "waits",  "for",    "one",
+                                                      "batch",     "of",    "tokens",   "learns", "slowly", "again"};
   std::uint64_t state = 0x9e3779b97f4a7c15ULL;
   const auto next = [&state](std::uint64_t n) {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -65,7 +66,8 @@ fs::path default_kit_cell() {
 
 Workspace make_workspace(const fs::path& dir, const fs::path& kit_cell, int steps) {
   if (steps < 2 || steps % 2 != 0)
-    throw std::invalid_argument("--steps " + std::to_string(steps) + ": must be even and at least 2 (the check "
+    throw std::invalid_argument("--steps " + std::to_string(steps) +
+                                ": must be even and at least 2 (the check "
                                 "interrupts a run half-way)");
   Workspace ws{dir, dir / "cell.yaml", "", steps};
   fs::create_directories(dir / "text");

@@ -41,7 +41,8 @@ Finding check_resume(const KitContext& ctx, const JobRun& whole) {
   const int half = ctx.ws.steps / 2;
   const std::string label = "resume-" + std::to_string(whole.ranks);
   JobSpec spec{label, whole.ranks, ctx.strategy_sets, {"--stop-after", std::to_string(half)}};
-  const JobRun cut = ctx.run(spec, std::to_string(whole.ranks) + " ranks, interrupted after step " + std::to_string(half));
+  const JobRun cut =
+      ctx.run(spec, std::to_string(whole.ranks) + " ranks, interrupted after step " + std::to_string(half));
   if (!cut.ok()) {
     f.verdict = Verdict::Fail;
     f.reason = "the interrupted job failed: " + cut.failure();
@@ -74,7 +75,8 @@ Finding check_resume(const KitContext& ctx, const JobRun& whole) {
 Finding check_determinism(const KitContext& ctx, const JobRun& first) {
   Finding f{"deterministic", first.ranks};
   const std::string label = "twice-" + std::to_string(first.ranks);
-  const JobRun again = ctx.run({label, first.ranks, ctx.strategy_sets}, std::to_string(first.ranks) + " ranks, the same job again");
+  const JobRun again =
+      ctx.run({label, first.ranks, ctx.strategy_sets}, std::to_string(first.ranks) + " ranks, the same job again");
   if (!again.ok()) {
     f.verdict = Verdict::Fail;
     f.reason = "the second job failed: " + again.failure();

@@ -23,8 +23,8 @@ Finding exactness(const JobRun& run, const JobRun& reference, const std::string&
     if (!(rel <= worst)) worst = rel, worst_step = i;  // NaN counts as worst
   }
   const double val = std::abs(*run.val_loss - *reference.val_loss) / std::abs(*reference.val_loss);
-  f.figure = "max rel |dloss| " + short_number(worst) + " (step " + std::to_string(worst_step) + "), val " +
-             short_number(val);
+  f.figure =
+      "max rel |dloss| " + short_number(worst) + " (step " + std::to_string(worst_step) + "), val " + short_number(val);
   f.verdict = worst < kLossTolerance && val < kValTolerance ? Verdict::Pass : Verdict::Fail;
   if (f.verdict == Verdict::Fail)
     f.reason = "declared exact, but its loss differs from '" + reference_name + "' at the same global batch: step " +
@@ -50,8 +50,9 @@ Finding loss_falls(const JobRun& run) {
 // The parameters rank `rank` saved at the end: "param/<name>" -> tensor.
 std::map<std::string, torch::Tensor> saved_parameters(const fs::path& cell, int rank, int steps) {
   torch::serialize::InputArchive archive;
-  archive.load_from((cell / "checkpoint" / ("rank-" + std::to_string(rank)) / ("step-" + std::to_string(steps)) /
-                     "model.pt").string());
+  archive.load_from(
+      (cell / "checkpoint" / ("rank-" + std::to_string(rank)) / ("step-" + std::to_string(steps)) / "model.pt")
+          .string());
   std::map<std::string, torch::Tensor> out;
   for (const auto& key : archive.keys()) {
     if (key.rfind("param/", 0) != 0) continue;

@@ -71,9 +71,9 @@ INSTANTIATE_TEST_SUITE_P(Strategies, KitPasses,
                                            Strategy{"dps", ""}, Strategy{"dps-amp", ""}, Strategy{"ring", ""},
                                            Strategy{"ring-amp", ""},
                                            // 1024 negatives by default: more than the byte vocabulary's 257.
-                                           Strategy{"sampled", "--set strategy.negatives=64"},
-                                           Strategy{"zero2", ""}, Strategy{"zero2-amp", ""}, Strategy{"fsdp", ""},
-                                           Strategy{"powersgd", ""}, Strategy{"topk", ""}, Strategy{"diloco", ""},
+                                           Strategy{"sampled", "--set strategy.negatives=64"}, Strategy{"zero2", ""},
+                                           Strategy{"zero2-amp", ""}, Strategy{"fsdp", ""}, Strategy{"powersgd", ""},
+                                           Strategy{"topk", ""}, Strategy{"diloco", ""},
                                            Strategy{"periodic_average", ""}),
                          [](const auto& info) {
                            std::string name = info.param.name;
@@ -90,7 +90,8 @@ TEST(KitFails, DeclaredExactButNotExact) {
   const nlohmann::json exact = finding(c.report, "exact", 2);
   EXPECT_EQ(exact["verdict"], "FAIL") << findings_text(c.report);
   EXPECT_NE(exact["reason"].get<std::string>().find("declared exact, but its loss differs from 'single'"),
-            std::string::npos) << exact.dump();
+            std::string::npos)
+      << exact.dump();
   EXPECT_EQ(finding(c.report, "ranks agree", 2)["verdict"], "FAIL") << findings_text(c.report);
 }
 
@@ -100,8 +101,10 @@ TEST(KitFails, ResumeDiffersWhenStateIsNotSaved) {
   ASSERT_TRUE(c.report.is_object()) << c.result.output;
   const nlohmann::json resume = finding(c.report, "resume", 2);
   EXPECT_EQ(resume["verdict"], "FAIL") << findings_text(c.report);
-  EXPECT_NE(resume["reason"].get<std::string>().find("resumed at step 4, it differs from the uninterrupted job at step"),
-            std::string::npos) << resume.dump();
+  EXPECT_NE(
+      resume["reason"].get<std::string>().find("resumed at step 4, it differs from the uninterrupted job at step"),
+      std::string::npos)
+      << resume.dump();
   // What it does keep right still passes.
   EXPECT_EQ(finding(c.report, "deterministic", 2)["verdict"], "PASS") << findings_text(c.report);
   EXPECT_EQ(finding(c.report, "ranks agree", 2)["verdict"], "PASS") << findings_text(c.report);
