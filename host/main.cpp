@@ -1,5 +1,6 @@
 // gradsweep: data-parallel training experiments over pluggable strategies and models.
 #include "cli/bench_comm_command.hpp"
+#include "cli/check_command.hpp"
 #include "cli/cluster_command.hpp"
 #include "cli/plan_command.hpp"
 #include "cli/plugins_command.hpp"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   gradsweep::cli::register_report_command(app);
   gradsweep::cli::register_project_command(app);  // docs/projection.md
   gradsweep::cli::register_provenance_command(app);  // hidden: the Slurm batch script's
+  gradsweep::cli::register_check_command(app);  // the conformance kit (docs/plugins.md)
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

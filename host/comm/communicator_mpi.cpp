@@ -10,6 +10,7 @@
 #include "comm/mpi_communicator.hpp"
 
 #include "comm/collective_fingerprint.hpp"
+#include "comm/fault_injection.hpp"
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_reduce_ops.hpp"
 #include "comm/mpi_runtime.hpp"
@@ -153,6 +154,7 @@ CallShape MpiCommunicator::shape(CommOp op, const torch::Tensor& tensor, int red
 }
 
 FlightRecorder::Scope MpiCommunicator::record(const CallShape& call) {
+  fault_injection::check_call(rank_, describe(call));
   if (!check_ || !is_collective(call.op)) return FlightRecorder::Scope(forensics_.recorder(), call);
   return FlightRecorder::Scope(forensics_.recorder(), call, [&](std::uint64_t seq) { check_same_call(call, seq); });
 }

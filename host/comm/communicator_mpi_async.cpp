@@ -5,6 +5,7 @@
 //
 // Counting: bytes, S and the call when the operation starts; busy time while it runs on the worker
 // (comm/async_worker.hpp says exactly which interval); blocked time while a caller waits for it.
+#include "comm/fault_injection.hpp"
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_reduce_ops.hpp"
@@ -67,6 +68,7 @@ void MpiCommunicator::enqueue_async(const CallShape& issued, std::function<void(
                                     std::unique_ptr<sdk::Request>* request) {
   // Issued now, in the caller's order (and checked against the other ranks here when asked); running
   // and done as the worker runs it.
+  fault_injection::check_call(rank_, what);
   const std::uint64_t id = forensics_.recorder().issue(issued, false);
   try {
     check_same_call(issued, forensics_.recorder().seq_of(id));

@@ -29,41 +29,6 @@ constexpr auto kStopGrace = std::chrono::seconds(10);
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
 constexpr auto kProgressInterval = std::chrono::seconds(1);
 
-// Starts argv in its own process group (so that stopping it reaches mpirun and every rank it started),
-// with stdout and stderr appended to `log`. With `die_with_launcher` it gets SIGTERM when this process
-// dies (SIGKILL included): an emulated cell's mpirun must not outlive the owner of its cluster.
-pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log, bool die_with_launcher) {
-  const pid_t parent = ::getpid();
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(log.string() + ": cannot open");
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    throw std::runtime_error("fork failed");
-  }
-  if (pid == 0) {
-    if (die_with_launcher) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the launcher died before prctl took effect
-    }
-    ::setpgid(0, 0);
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    const std::string msg = "error: cannot start " + argv[0] + "\n";
-    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg.data(), msg.size());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // both sides, so that the group exists before either goes on
-  ::close(fd);
-  return pid;
-}
-
 struct JobEnd {
   int exit_code;
   bool interrupted;
@@ -104,6 +69,38 @@ bool needs_quotes(const std::string& s) {
 
 }  // namespace
 
+pid_t spawn_job(const std::vector<std::string>& argv, const std::filesystem::path& log, bool die_with_launcher) {
+  const pid_t parent = ::getpid();
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(log.string() + ": cannot open");
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    throw std::runtime_error("fork failed");
+  }
+  if (pid == 0) {
+    if (die_with_launcher) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the launcher died before prctl took effect
+    }
+    ::setpgid(0, 0);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    const std::string msg = "error: cannot start " + argv[0] + "\n";
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg.data(), msg.size());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // both sides, so that the group exists before either goes on
+  ::close(fd);
+  return pid;
+}
+
 std::string shell_line(const std::vector<std::string>& argv) {
   std::string line;
   for (const auto& a : argv) {
@@ -131,14 +128,28 @@ std::vector<std::string> local_command(const PlannedCell& cell, int threads) {
   // OpenMP regions that LibTorch starts before reading it.
   argv.push_back("--set");
   argv.push_back("runtime.threads=" + std::to_string(threads));
-  if (cell.world_size() == 1) return argv;
+  return mpirun_command(cell.world_size(), threads, argv);
+}
+
+std::vector<std::string> mpirun_command(int world, int threads, const std::vector<std::string>& rank_argv,
+                                        const std::vector<std::string>& extra_env) {
+  if (world == 1) return rank_argv;
   std::vector<std::string> mpirun{"mpirun", "--oversubscribe", "--bind-to", "none",
-                                  "-np", std::to_string(cell.world_size()), "-x", "OMP_NUM_THREADS=" + std::to_string(threads)};
+                                  "-np", std::to_string(world), "-x", "OMP_NUM_THREADS=" + std::to_string(threads)};
   // Variables the ranks need from the driver's environment, when set.
   for (const char* var : {"GRADSWEEP_PLUGIN_PATH", "GRADSWEEP_COMM", "LD_LIBRARY_PATH"})
     if (std::getenv(var) != nullptr) mpirun.insert(mpirun.end(), {"-x", var});
-  mpirun.insert(mpirun.end(), argv.begin(), argv.end());
+  for (const auto& assignment : extra_env) mpirun.insert(mpirun.end(), {"-x", assignment});
+  mpirun.insert(mpirun.end(), rank_argv.begin(), rank_argv.end());
   return mpirun;
+}
+
+void allow_mpirun_as_root() {
+  // Open MPI refuses to run as root unless told that it is deliberate (containers, CI machines).
+  if (::geteuid() == 0) {
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  }
 }
 
 namespace {
@@ -187,7 +198,7 @@ CellStatus run_cell(const PlannedCell& cell, const std::vector<std::string>& loc
   if (cluster) write_provenance(cell.dir, start, "", {{"loadavg_start", load_before.loadavg}}, extra);
   if (ready) {
     util::write_file_atomically(cell.dir / "command.txt", shell_line(argv) + "\n");
-    const pid_t pid = spawn(argv, cell.dir / "launcher.log", cluster != nullptr);
+    const pid_t pid = spawn_job(argv, cell.dir / "launcher.log", cluster != nullptr);
     const JobEnd end = wait_for(pid, cell, options, progress);
     interrupted = end.interrupted;
     status = status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);
@@ -213,11 +224,7 @@ CellStatus run_cell(const PlannedCell& cell, const std::vector<std::string>& loc
 
 LaunchResult LocalLauncher::run(const std::vector<PlannedCell>& cells, const LaunchOptions& options,
                                 ProgressSink& progress) {
-  // Open MPI refuses to run as root unless told that it is deliberate (containers, CI machines).
-  if (::geteuid() == 0) {
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-  }
+  allow_mpirun_as_root();
   LaunchResult result;
   for (const PlannedCell& cell : interleaved_order(cells)) {
     if (options.stop_requested != nullptr && options.stop_requested->load()) {

@@ -9,6 +9,9 @@
 // the next time.
 #include "experiment/launcher.hpp"
 
+#include <sys/types.h>
+
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,19 @@ class LocalLauncher final : public Launcher {
 // as described above. Exposed for `gradsweep plan` and the tests.
 std::vector<std::string> local_command(const PlannedCell& cell, int threads_per_rank);
 int local_threads_per_rank(const PlannedCell& cell);
+
+// `mpirun --oversubscribe --bind-to none -np WORLD -x OMP_NUM_THREADS=THREADS` and the driver's variables
+// the ranks need, then `extra_env` (VAR=VALUE, for every rank), then rank_argv; rank_argv alone for one rank.
+std::vector<std::string> mpirun_command(int world, int threads, const std::vector<std::string>& rank_argv,
+                                        const std::vector<std::string>& extra_env = {});
+
+// Sets OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM) when this process is root and they are unset.
+void allow_mpirun_as_root();
+
+// Starts argv in its own process group (so that stopping it reaches mpirun and every rank it started),
+// with stdout and stderr appended to `log`. With `die_with_launcher` it gets SIGTERM when this process
+// dies (SIGKILL included): an emulated cell's mpirun must not outlive the owner of its cluster.
+pid_t spawn_job(const std::vector<std::string>& argv, const std::filesystem::path& log, bool die_with_launcher);
 
 // A command as one shell line, each argument quoted when needed (command.txt).
 std::string shell_line(const std::vector<std::string>& argv);

@@ -1,5 +1,6 @@
 #include "train/trainer.hpp"
 
+#include "comm/fault_injection.hpp"
 #include "config/option_schema.hpp"
 #include "data/batch_loader.hpp"
 #include "data/token_shard.hpp"
@@ -325,6 +326,7 @@ bool CellTraining::take_step(std::int64_t step) {
   }
   const auto step_start = Clock::now();
   timeline_.begin_step(step, step_start);
+  fault_injection::enter_step(step);  // GRADSWEEP_INJECT_FAULT's clock (gradsweep check strategy)
   StepTimes t;
   const sdk::StepContext ctx{step, learning_rate(step, train_.steps, train_.warmup_steps, train_.optimizer.lr, train_.min_lr)};
   strategy_.call(strategy_->begin_step(ctx), "begin_step");

@@ -1,0 +1,8 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace gradsweep::cli {
+// `gradsweep check strategy NAME [--set strategy.KEY=VALUE]... [--ranks 1,2,3] [--json] [--keep DIR]`:
+// the conformance kit for strategy plugins (conformance/conformance_kit.hpp, docs/plugins.md).
+void register_check_command(CLI::App& app);
+}  // namespace gradsweep::cli
