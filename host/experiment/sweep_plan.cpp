@@ -8,6 +8,7 @@
 
 #include "config/cell_config.hpp"
 #include "config/option_schema.hpp"
+#include "data/batch_loader.hpp"
 #include "plugins/plugin_declarations.hpp"
 #include "util/atomic_file.hpp"
 
@@ -253,7 +254,7 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
     computing = std::max(1, verdict.computing_ranks);
   }
   if (world >= 1) {
-    const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / computing;
+    const std::int64_t micro = data::micro_batch_size(train.micro_batch, train.batch_size, computing);
     if (train.micro_batch == 0 && train.batch_size % computing != 0)
       plugin_diag.error(node_for_key(cell_root, "train.batch_size", false), "train.batch_size",
                         std::to_string(train.batch_size) + " sequences do not split evenly over the " +

@@ -165,7 +165,7 @@ nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& reg
   const sdk::RankRole role = role_of(strategy);
   const bool computes = role.computes;
   const ComputeGroup group = compute_group(comm, computes);
-  const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / group.count;
+  const std::int64_t micro = data::micro_batch_size(train.micro_batch, train.batch_size, group.count);
   const data::BatchLoaderOptions batching{train.batch_size, train.seq_len, micro, group.index, group.count};
   const data::BatchLoader loader(data::TokenShard::open(config.train_data), batching);
   const data::BatchLoader val_loader(data::TokenShard::open(config.val_data), batching);
