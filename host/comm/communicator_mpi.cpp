@@ -14,9 +14,11 @@
 #include "comm/mpi_reduce_ops.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "comm/tensor_memory.hpp"
+#include "config/environment.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <climits>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -45,13 +47,7 @@ MPI_Comm duplicate_world() {
 // A positive integer from the environment, or `fallback` when unset: the ring's tuning knobs, for
 // benchmarks (docs/communicators.md). Every rank must see the same value (mpirun -x).
 long env_positive(const char* name, long fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value <= 0)
-    throw std::invalid_argument(std::string(name) + "='" + text + "': expected a positive integer");
-  return value;
+  return env::positive_integer(name, LONG_MAX).value_or(fallback);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "comm/mpi_runtime.hpp"
 #include "comm/nccl_buffer.hpp"
 #include "config/comm_choice.hpp"
+#include "config/environment.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -63,7 +64,7 @@ std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) +
 // Before MPI runs, the launcher's environment is the only way to say which rank failed.
 std::string launcher_rank_suffix() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::string(" (rank ") + v + ")";
+    if (env::is_set(name)) return " (rank " + env::text(name) + ")";
   return "";
 }
 

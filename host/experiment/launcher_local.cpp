@@ -1,5 +1,6 @@
 #include "experiment/launcher_local.hpp"
 
+#include "config/environment.hpp"
 #include "experiment/launcher_emulated.hpp"
 #include "experiment/machine_load.hpp"
 #include "experiment/provenance.hpp"
@@ -135,8 +136,8 @@ std::vector<std::string> local_command(const PlannedCell& cell, int threads) {
   std::vector<std::string> mpirun{"mpirun", "--oversubscribe", "--bind-to", "none",
                                   "-np", std::to_string(cell.world_size()), "-x", "OMP_NUM_THREADS=" + std::to_string(threads)};
   // Variables the ranks need from the driver's environment, when set.
-  for (const char* var : {"GRADSWEEP_PLUGIN_PATH", "GRADSWEEP_COMM", "LD_LIBRARY_PATH"})
-    if (std::getenv(var) != nullptr) mpirun.insert(mpirun.end(), {"-x", var});
+  for (const host::env::Variable& var : host::env::registry())
+    if (var.forwarded && host::env::raw(var.name)) mpirun.insert(mpirun.end(), {"-x", var.name});
   mpirun.insert(mpirun.end(), argv.begin(), argv.end());
   return mpirun;
 }
