@@ -1,0 +1,414 @@
+#include "support/thread_communicator.hpp"
+
+#include "comm/dtype_name.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <exception>
+#include <stdexcept>
+
+namespace gradsweep::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool supported(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat:
+    case torch::kDouble:
+    case torch::kBFloat16:
+    case torch::kHalf:
+    case torch::kInt:
+    case torch::kLong:
+    case torch::kByte: return true;
+    default: return false;
+  }
+}
+
+// The MPI backend's checks of one tensor argument (mpi::buffer_of), in its words; returns its bytes.
+std::uint64_t checked(const torch::Tensor& t, const std::string& call, const char* role) {
+  const std::string who = call + ": " + role + " tensor";
+  if (!t.defined()) throw std::invalid_argument(who + " is undefined");
+  if (!t.device().is_cpu())
+    throw std::invalid_argument(who + " is on " + t.device().str() + "; the thread-ranks harness moves CPU tensors");
+  if (!t.is_contiguous())
+    throw std::invalid_argument(who + " is not contiguous (sizes " + c10::str(t.sizes()) + ", strides " +
+                                c10::str(t.strides()) + "); pass .contiguous() or a flat buffer");
+  if (!supported(t.scalar_type()))
+    throw std::invalid_argument(who + " has dtype " + std::string(host::dtype_name(t.scalar_type())) +
+                                "; the MPI backend supports float32, float64, bfloat16, float16, int32, int64, uint8");
+  if (t.numel() > INT_MAX)
+    throw std::invalid_argument(who + " has " + std::to_string(t.numel()) +
+                                " elements; one MPI call moves at most 2^31-1: split it");
+  return static_cast<std::uint64_t>(t.numel()) * t.element_size();
+}
+
+std::string describe(const std::string& call, const torch::Tensor& t) {
+  return call + " of " + std::to_string(t.numel()) + " " + host::dtype_name(t.scalar_type()) + " (" +
+         std::to_string(t.numel() * t.element_size()) + " bytes)";
+}
+
+void check_op(sdk::ReduceOp op, const std::string& call) {
+  if (static_cast<std::uint32_t>(op) > 2)
+    throw std::invalid_argument(call + ": unknown ReduceOp " + std::to_string(static_cast<std::uint32_t>(op)));
+}
+
+void check_same_dtype(const torch::Tensor& input, const torch::Tensor& output, const std::string& call) {
+  if (input.scalar_type() != output.scalar_type())
+    throw std::invalid_argument(call + ": input is " + host::dtype_name(input.scalar_type()) + " but output is " +
+                                host::dtype_name(output.scalar_type()));
+}
+
+std::string named(sdk::Algorithm algorithm, const char* op, bool async) {
+  const std::string base = std::string(op) + (async ? "_async" : "");
+  switch (algorithm) {
+    case sdk::Algorithm::Native: return base;
+    case sdk::Algorithm::Ring: return "ring " + base;
+    case sdk::Algorithm::Hierarchical: return "hierarchical " + base;
+  }
+  throw std::invalid_argument(base + ": unknown algorithm " + std::to_string(static_cast<std::uint32_t>(algorithm)));
+}
+
+// An async collective as its caller sees it. The collective runs when the last rank issues it, whether
+// or not anyone waits, so destroying the request without wait() needs nothing.
+class ThreadRequest final : public sdk::Request {
+ public:
+  ThreadRequest(ThreadCommunicator& owner, RankHub& hub, std::shared_ptr<PendingCollective> pending, std::string what)
+      : owner_(owner), hub_(hub), pending_(std::move(pending)), what_(std::move(what)) {}
+
+  sdk::Status wait() noexcept override {
+    if (!pending_) return result_;
+    const auto t0 = Clock::now();
+    result_ = sdk::guard([&] { hub_.wait(owner_.rank(), *pending_, what_); });
+    owner_.add_blocked(std::chrono::duration<double>(Clock::now() - t0).count());
+    pending_.reset();
+    return result_;
+  }
+
+ private:
+  ThreadCommunicator& owner_;
+  RankHub& hub_;
+  std::shared_ptr<PendingCollective> pending_;
+  std::string what_;
+  sdk::Status result_;
+};
+
+}  // namespace
+
+ThreadCommunicator::ThreadCommunicator(RankHub& hub, int rank, const RanksOptions& options)
+    : hub_(hub),
+      rank_(rank),
+      size_(hub.size()),
+      per_node_(options.ranks_per_node > 0 ? options.ranks_per_node : hub.size()),
+      features_(options.features),
+      ring_view_(*this, *this, sdk::Algorithm::Ring),
+      hierarchical_view_(*this, *this, sdk::Algorithm::Hierarchical) {}
+
+int ThreadCommunicator::local_size() const noexcept {
+  const int node_start = rank_ / per_node_ * per_node_;
+  return std::min(per_node_, size_ - node_start);
+}
+
+void ThreadCommunicator::add_blocked(double seconds) {
+  host::CommStats delta;
+  delta.seconds = delta.blocked_seconds = seconds;
+  add_stats(delta);
+}
+
+template <class Body>
+sdk::Status ThreadCommunicator::counted(Body&& body) noexcept {
+  const auto t0 = Clock::now();
+  host::Traffic traffic;
+  const sdk::Status status = sdk::guard([&] { traffic = body(); });
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  host::CommStats delta;
+  if (status.ok) {
+    delta.bytes_sent = traffic.sent;
+    delta.bytes_received = traffic.received;
+    delta.payload_bytes = traffic.payload;
+  }
+  delta.seconds = delta.blocked_seconds = seconds;
+  delta.calls = 1;
+  add_stats(delta);
+  return status;
+}
+
+void ThreadCommunicator::blocking(CollectiveCall call) {
+  const std::string what = call.what;
+  const auto pending = hub_.join(rank_, Channel::Blocking, std::move(call));
+  hub_.wait(rank_, *pending, what);
+}
+
+void ThreadCommunicator::issue(CollectiveCall call, std::unique_ptr<sdk::Request>* request) {
+  const std::string what = call.what;
+  auto pending = hub_.join(rank_, Channel::Async, std::move(call));
+  *request = std::make_unique<ThreadRequest>(*this, hub_, std::move(pending), what);
+}
+
+CollectiveCall ThreadCommunicator::reduction(CollectiveKind kind, sdk::Algorithm algorithm, const torch::Tensor& input,
+                                             const torch::Tensor& output, sdk::ReduceOp op,
+                                             const std::string& call) const {
+  check_op(op, call);
+  CollectiveCall c;
+  c.kind = kind;
+  c.algorithm = algorithm;
+  c.op = op;
+  c.input = input;
+  c.output = output;
+  c.what = describe(call, input);
+  return c;
+}
+
+CollectiveCall ThreadCommunicator::gather(sdk::Algorithm algorithm, const torch::Tensor& input,
+                                          const torch::Tensor& output, const std::string& call) const {
+  CollectiveCall c;
+  c.kind = CollectiveKind::Allgather;
+  c.algorithm = algorithm;
+  c.input = input;
+  c.output = output;
+  c.what = describe(call, input) + " per rank";
+  return c;
+}
+
+sdk::Status ThreadCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
+  return allreduce_by(sdk::Algorithm::Native, tensor, op);
+}
+
+sdk::Status ThreadCommunicator::allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor,
+                                             sdk::ReduceOp op) noexcept {
+  return counted([&] {
+    const std::string call = named(algorithm, "allreduce", false);
+    const std::uint64_t bytes = checked(tensor, call, "the");
+    blocking(reduction(CollectiveKind::Allreduce, algorithm, tensor, tensor, op, call));
+    return host::allreduce_traffic(bytes, size_);
+  });
+}
+
+// Counted as the MPI backend counts it: a pipelined chain from the root.
+sdk::Status ThreadCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept {
+  return counted([&] {
+    const std::uint64_t bytes = checked(tensor, "broadcast", "the");
+    check_peer(root, "broadcast", "root");
+    CollectiveCall c;
+    c.kind = CollectiveKind::Broadcast;
+    c.root = root;
+    c.input = c.output = tensor;
+    c.what = describe("broadcast", tensor);
+    blocking(std::move(c));
+    const int last = (root + size_ - 1) % size_;
+    return host::Traffic{rank_ == last ? 0 : bytes, rank_ == root ? 0 : bytes, bytes};
+  });
+}
+
+sdk::Status ThreadCommunicator::allgather(const torch::Tensor& input, torch::Tensor& output) noexcept {
+  return allgather_by(sdk::Algorithm::Native, input, output);
+}
+
+sdk::Status ThreadCommunicator::allgather_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                                             torch::Tensor& output) noexcept {
+  return counted([&] {
+    const std::string call = named(algorithm, "allgather", false);
+    checked(input, call, "input");
+    const std::uint64_t bytes = checked(output, call, "output");
+    check_same_dtype(input, output, call);
+    if (output.numel() != input.numel() * size_)
+      throw std::invalid_argument(call + ": output has " + std::to_string(output.numel()) +
+                                  " elements; expected size() x input = " + std::to_string(size_) + " x " +
+                                  std::to_string(input.numel()));
+    blocking(gather(algorithm, input, output, call));
+    return host::scatter_gather_traffic(bytes, size_);
+  });
+}
+
+sdk::Status ThreadCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
+                                               sdk::ReduceOp op) noexcept {
+  return reduce_scatter_by(sdk::Algorithm::Native, input, output, op);
+}
+
+namespace {
+
+void check_reduce_scatter_shapes(const torch::Tensor& input, const torch::Tensor& output, int ranks,
+                                 const std::string& call) {
+  check_same_dtype(input, output, call);
+  if (input.numel() != output.numel() * ranks)
+    throw std::invalid_argument(call + ": input has " + std::to_string(input.numel()) +
+                                " elements; expected size() x output = " + std::to_string(ranks) + " x " +
+                                std::to_string(output.numel()));
+}
+
+}  // namespace
+
+sdk::Status ThreadCommunicator::reduce_scatter_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                                                  torch::Tensor& output, sdk::ReduceOp op) noexcept {
+  return counted([&] {
+    const std::string call = named(algorithm, "reduce_scatter", false);
+    const std::uint64_t bytes = checked(input, call, "input");
+    checked(output, call, "output");
+    check_reduce_scatter_shapes(input, output, size_, call);
+    blocking(reduction(CollectiveKind::ReduceScatter, algorithm, input, output, op, call));
+    return host::scatter_gather_traffic(bytes, size_);
+  });
+}
+
+sdk::Status ThreadCommunicator::barrier() noexcept {
+  return counted([&] {
+    CollectiveCall c;
+    c.kind = CollectiveKind::Barrier;
+    c.what = "barrier";
+    blocking(std::move(c));
+    return host::Traffic{};
+  });
+}
+
+sdk::Status ThreadCommunicator::allreduce_async(torch::Tensor& tensor, sdk::ReduceOp op,
+                                                std::unique_ptr<sdk::Request>* request) noexcept {
+  return allreduce_async_by(sdk::Algorithm::Native, tensor, op, request);
+}
+
+sdk::Status ThreadCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op,
+                                                   std::unique_ptr<sdk::Request>* request) noexcept {
+  return counted([&] {
+    const std::string call = named(algorithm, "allreduce", true);
+    if (request == nullptr) throw std::invalid_argument(call + ": request is null");
+    const std::uint64_t bytes = checked(tensor, call, "the");
+    issue(reduction(CollectiveKind::Allreduce, algorithm, tensor, tensor, op, call), request);
+    return host::allreduce_traffic(bytes, size_);
+  });
+}
+
+sdk::Status ThreadCommunicator::reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output,
+                                                     sdk::ReduceOp op, std::unique_ptr<sdk::Request>* request) noexcept {
+  return reduce_scatter_async_by(sdk::Algorithm::Native, input, output, op, request);
+}
+
+sdk::Status ThreadCommunicator::reduce_scatter_async_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                                                        torch::Tensor& output, sdk::ReduceOp op,
+                                                        std::unique_ptr<sdk::Request>* request) noexcept {
+  return counted([&] {
+    const std::string call = named(algorithm, "reduce_scatter", true);
+    if (request == nullptr) throw std::invalid_argument(call + ": request is null");
+    const std::uint64_t bytes = checked(input, call, "input");
+    checked(output, call, "output");
+    check_reduce_scatter_shapes(input, output, size_, call);
+    issue(reduction(CollectiveKind::ReduceScatter, algorithm, input, output, op, call), request);
+    return host::scatter_gather_traffic(bytes, size_);
+  });
+}
+
+sdk::Status ThreadCommunicator::allgather_async(const torch::Tensor& input, torch::Tensor& output,
+                                                std::unique_ptr<sdk::Request>* request) noexcept {
+  return allgather_async_by(sdk::Algorithm::Native, input, output, request);
+}
+
+sdk::Status ThreadCommunicator::allgather_async_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                                                   torch::Tensor& output,
+                                                   std::unique_ptr<sdk::Request>* request) noexcept {
+  return counted([&] {
+    const std::string call = named(algorithm, "allgather", true);
+    if (request == nullptr) throw std::invalid_argument(call + ": request is null");
+    checked(input, call, "input");
+    const std::uint64_t bytes = checked(output, call, "output");
+    check_same_dtype(input, output, call);
+    if (output.numel() != input.numel() * size_)
+      throw std::invalid_argument(call + ": output has " + std::to_string(output.numel()) +
+                                  " elements; expected size() x input = " + std::to_string(size_) + " x " +
+                                  std::to_string(input.numel()));
+    issue(gather(algorithm, input, output, call), request);
+    return host::scatter_gather_traffic(bytes, size_);
+  });
+}
+
+sdk::Status ThreadCommunicator::with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept {
+  return sdk::guard([&] {
+    if (view == nullptr) throw std::invalid_argument("with_algorithm: view is null");
+    switch (algorithm) {
+      case sdk::Algorithm::Native: *view = this; return;
+      case sdk::Algorithm::Ring:
+        require(sdk::kRingAlgorithm, "with_algorithm(ring)");
+        *view = &ring_view_;
+        return;
+      case sdk::Algorithm::Hierarchical:
+        require(sdk::kHierarchicalAlgorithm, "with_algorithm(hierarchical)");
+        *view = &hierarchical_view_;
+        return;
+    }
+    throw std::invalid_argument("with_algorithm: unknown algorithm " +
+                                std::to_string(static_cast<std::uint32_t>(algorithm)) +
+                                " (the thread-ranks harness has native, ring and hierarchical)");
+  });
+}
+
+void ThreadCommunicator::check_peer(int peer, const std::string& call, const char* role) const {
+  if (peer < 0 || peer >= size_)
+    throw std::invalid_argument(call + ": " + role + " rank " + std::to_string(peer) + " out of range (" +
+                                std::to_string(size_) + " ranks)");
+}
+
+// Open MPI's MPI_TAG_UB is INT_MAX, so only a negative tag is out of range.
+void ThreadCommunicator::check_tag(int tag, const std::string& call) const {
+  if (tag < 0)
+    throw std::invalid_argument(call + ": tag " + std::to_string(tag) + " out of range [0, " +
+                                std::to_string(INT_MAX) + "]");
+}
+
+void ThreadCommunicator::require(sdk::CommFeatures feature, const std::string& call) const {
+  if ((features_ & feature) == 0)
+    throw std::invalid_argument(call + ": this communicator does not offer " + sdk::feature_names(feature) +
+                                " (features: " + sdk::feature_names(features_) + ")");
+}
+
+sdk::Status ThreadCommunicator::send(const torch::Tensor& tensor, int dst, int tag) noexcept {
+  return counted([&] {
+    const std::uint64_t bytes = checked(tensor, "send", "the");
+    require(sdk::kPointToPoint, "send");
+    check_peer(dst, "send", "destination");
+    if (dst == rank_) throw std::invalid_argument("send: rank " + std::to_string(dst) + " is this rank itself");
+    check_tag(tag, "send");
+    hub_.post(rank_, dst, tag, tensor.clone());
+    return host::Traffic{bytes, 0, bytes};
+  });
+}
+
+// A message of another length (or dtype) than `tensor` is consumed and reported, as MPI reports a
+// truncated or short message.
+Message ThreadCommunicator::received(const std::string& call, int source, int tag, const torch::Tensor& tensor) {
+  const std::string from = source == sdk::kAnySource ? "from any rank" : "from rank " + std::to_string(source);
+  Message m = hub_.take(rank_, source, tag, describe(call, tensor) + " " + from + " tag " + std::to_string(tag));
+  const std::string sender = "rank " + std::to_string(m.source);
+  if (m.payload.numel() != tensor.numel())
+    throw std::runtime_error(call + ": " + sender + " sent " + std::to_string(m.payload.numel()) + " elements, " +
+                             std::to_string(tensor.numel()) + " expected (tag " + std::to_string(tag) + ")");
+  if (m.payload.scalar_type() != tensor.scalar_type())
+    throw std::runtime_error(call + ": " + sender + " sent " + host::dtype_name(m.payload.scalar_type()) + ", " +
+                             host::dtype_name(tensor.scalar_type()) + " expected (tag " + std::to_string(tag) + ")");
+  return m;
+}
+
+sdk::Status ThreadCommunicator::recv(torch::Tensor& tensor, int src, int tag) noexcept {
+  return counted([&] {
+    const std::uint64_t bytes = checked(tensor, "recv", "the");
+    require(sdk::kPointToPoint, "recv");
+    check_peer(src, "recv", "source");
+    if (src == rank_) throw std::invalid_argument("recv: rank " + std::to_string(src) + " is this rank itself");
+    check_tag(tag, "recv");
+    const Message m = received("recv", src, tag, tensor);
+    tensor.copy_(m.payload.view(tensor.sizes()));
+    return host::Traffic{0, bytes, bytes};
+  });
+}
+
+sdk::Status ThreadCommunicator::recv_any(torch::Tensor& tensor, int tag, int* source) noexcept {
+  return counted([&] {
+    if (source == nullptr) throw std::invalid_argument("recv_any: source is null");
+    const std::uint64_t bytes = checked(tensor, "recv_any", "the");
+    require(sdk::kRecvAny, "recv_any");
+    check_tag(tag, "recv_any");
+    if (size_ == 1) throw std::invalid_argument("recv_any: a one-rank job has no peers");
+    const Message m = received("recv_any", sdk::kAnySource, tag, tensor);
+    tensor.copy_(m.payload.view(tensor.sizes()));
+    *source = m.source;
+    return host::Traffic{0, bytes, bytes};
+  });
+}
+
+}  // namespace gradsweep::test

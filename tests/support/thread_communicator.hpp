@@ -1,0 +1,105 @@
+#pragma once
+// The sdk::Communicator of one thread-rank (thread_ranks.hpp) over the in-memory RankHub: every call of
+// the SDK with the MPI backend's rules, so that code written against the SDK runs on it unchanged.
+//
+//   - the same argument checks (defined, CPU, contiguous, supported dtype, sizes, ranks, tags) with the
+//     same wording, reported as a Status naming the call;
+//   - collectives matched by call order per rank, blocking calls and async calls in separate orders (the
+//     MPI backend runs async calls on a communicator of their own); the ranks' calls must agree on kind,
+//     algorithm, dtype, size, op and root, or every rank gets an error naming each rank's call (where MPI
+//     would hang or misread);
+//   - with_algorithm's views (ring, hierarchical) compute what the native call computes;
+//   - send is eager (copied at once, never blocks), recv and recv_any take messages in MPI's order, and a
+//     message whose length or dtype differs from the receiving tensor is an error naming both;
+//   - bytes and calls counted by comm/byte_counting.hpp's convention (take_stats); times are real but
+//     mean little here (a collective takes as long as its slowest rank takes to join it);
+//   - features() as configured (all of them by default), and a call to a missing feature fails.
+#include "support/rank_hub.hpp"
+
+#include "comm/algorithm_view.hpp"
+#include "comm/byte_counting.hpp"
+#include "comm/host_communicator.hpp"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace gradsweep::test {
+
+inline constexpr sdk::CommFeatures kAllCommFeatures = sdk::kPointToPoint | sdk::kRecvAny | sdk::kRingAlgorithm |
+                                                      sdk::kHierarchicalAlgorithm | sdk::kAsyncCollectives;
+
+struct RanksOptions {
+  // Ranks per node, for local_rank() and local_size(): 0 puts every rank on one node.
+  int ranks_per_node = 0;
+  // What features() answers; calls to a feature left out fail (e.g. no kRecvAny, as on NCCL).
+  sdk::CommFeatures features = kAllCommFeatures;
+  // A rank that waits this long inside one call ends the run (a safety net: deadlocks end at once).
+  std::chrono::milliseconds timeout{30000};
+};
+
+class ThreadCommunicator final : public host::HostCommunicator, private host::AlgorithmCalls {
+ public:
+  ThreadCommunicator(RankHub& hub, int rank, const RanksOptions& options);
+
+  int rank() const noexcept override { return rank_; }
+  int size() const noexcept override { return size_; }
+  int local_rank() const noexcept override { return rank_ % per_node_; }
+  int local_size() const noexcept override;
+  const char* backend() const noexcept override { return "threads"; }
+
+  sdk::Status allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;
+  sdk::Status broadcast(torch::Tensor& tensor, int root) noexcept override;
+  sdk::Status allgather(const torch::Tensor& input, torch::Tensor& output) noexcept override;
+  sdk::Status reduce_scatter(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op) noexcept override;
+  sdk::Status send(const torch::Tensor& tensor, int dst, int tag) noexcept override;
+  sdk::Status recv(torch::Tensor& tensor, int src, int tag) noexcept override;
+  sdk::Status barrier() noexcept override;
+  sdk::Status allreduce_async(torch::Tensor& tensor, sdk::ReduceOp op,
+                              std::unique_ptr<sdk::Request>* request) noexcept override;
+  sdk::Status with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept override;
+  sdk::Status recv_any(torch::Tensor& tensor, int tag, int* source) noexcept override;
+  sdk::Status reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op,
+                                   std::unique_ptr<sdk::Request>* request) noexcept override;
+  sdk::Status allgather_async(const torch::Tensor& input, torch::Tensor& output,
+                              std::unique_ptr<sdk::Request>* request) noexcept override;
+  sdk::CommFeatures features() const noexcept override { return features_; }
+
+  // Adds a wait's blocked time (ThreadRequest).
+  void add_blocked(double seconds);
+
+ private:
+  sdk::Status allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;
+  sdk::Status allreduce_async_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op,
+                                 std::unique_ptr<sdk::Request>* request) noexcept override;
+  sdk::Status allgather_by(sdk::Algorithm algorithm, const torch::Tensor& input,
+                           torch::Tensor& output) noexcept override;
+  sdk::Status reduce_scatter_by(sdk::Algorithm algorithm, const torch::Tensor& input, torch::Tensor& output,
+                                sdk::ReduceOp op) noexcept override;
+  sdk::Status reduce_scatter_async_by(sdk::Algorithm algorithm, const torch::Tensor& input, torch::Tensor& output,
+                                      sdk::ReduceOp op, std::unique_ptr<sdk::Request>* request) noexcept override;
+  sdk::Status allgather_async_by(sdk::Algorithm algorithm, const torch::Tensor& input, torch::Tensor& output,
+                                 std::unique_ptr<sdk::Request>* request) noexcept override;
+
+  // This rank's part in a collective: joined and waited for (blocking), or joined with a request (async).
+  void blocking(CollectiveCall call);
+  void issue(CollectiveCall call, std::unique_ptr<sdk::Request>* request);
+  template <class Body>
+  sdk::Status counted(Body&& body) noexcept;
+
+  CollectiveCall reduction(CollectiveKind kind, sdk::Algorithm algorithm, const torch::Tensor& input,
+                           const torch::Tensor& output, sdk::ReduceOp op, const std::string& call) const;
+  CollectiveCall gather(sdk::Algorithm algorithm, const torch::Tensor& input, const torch::Tensor& output,
+                        const std::string& call) const;
+  void check_peer(int peer, const std::string& call, const char* role) const;
+  void check_tag(int tag, const std::string& call) const;
+  void require(sdk::CommFeatures feature, const std::string& call) const;
+  Message received(const std::string& call, int source, int tag, const torch::Tensor& tensor);
+
+  RankHub& hub_;
+  const int rank_, size_, per_node_;
+  const sdk::CommFeatures features_;
+  host::AlgorithmView ring_view_, hierarchical_view_;
+};
+
+}  // namespace gradsweep::test
