@@ -38,7 +38,7 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
         {{"batch_size", OptionType::Int, nullptr, "sequences per step, all ranks together"}, {1, kMaxSize}},
         {{"micro_batch", OptionType::Int, "0", "sequences per rank per forward (0 = batch_size / ranks)"}, {0, kMaxSize}},
         {{"seq_len", OptionType::Int, nullptr, "tokens per sequence"}, {1, kMaxSize}},
-        {{"optimizer", OptionType::String, "adamw", "adamw or sgd"}, {}, "adamw|sgd"}},
+        {{"optimizer", OptionType::String, "adamw", "adamw or sgd"}, {}, "adamw|sgd"},
         {{"lr", OptionType::Float, "6e-4", "peak learning rate"}, kPositive},
         {{"min_lr", OptionType::Float, "0", "learning rate at the end of the cosine decay"}, kNonNegative},
         {{"warmup_steps", OptionType::Int, "0", "linear warmup steps"}, {0, kMaxCount}},
@@ -158,7 +158,7 @@ CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
     host[section] = resolve_options(config.root[section], section, specs_of(specs), {}, diag);
     check_ranges(config.root[section], section, specs, host[section], out_of_range);
     config.resolved[section] = to_yaml(host[section]);
-    for (const auto& [s, range] : specs)
+    for (const auto& [s, range, choices] : specs)
       if (s.default_value == nullptr && !host[section].has(s.key))
         diag.error(config.root[section] ? config.root[section] : config.root, section + "." + s.key,
                    std::string("required key missing (") + s.help + ")");
