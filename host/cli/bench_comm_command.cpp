@@ -16,6 +16,7 @@
 #include "comm/host_communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_runtime.hpp"
+#include "config/environment.hpp"
 #include "services/logging.hpp"
 #include "train/machine.hpp"
 #include "util/atomic_file.hpp"
@@ -26,6 +27,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -232,12 +234,12 @@ class CommBench {
 
   nlohmann::json ring_tuning() const {
     const ring::Tuning defaults;
-    auto env = [](const char* name, long fallback) {
-      const char* v = std::getenv(name);
-      return v != nullptr && *v != '\0' ? std::strtol(v, nullptr, 10) : fallback;
+    // The communicator has refused a bad value already; the same parser reads it here.
+    auto tuned = [](const char* name, long fallback) {
+      return env::positive_integer(name, LONG_MAX).value_or(fallback);
     };
-    return {{"segment_bytes", env("GRADSWEEP_RING_SEGMENT_BYTES", static_cast<long>(defaults.segment_bytes))},
-            {"lookahead", env("GRADSWEEP_RING_LOOKAHEAD", defaults.lookahead)}};
+    return {{"segment_bytes", tuned("GRADSWEEP_RING_SEGMENT_BYTES", static_cast<long>(defaults.segment_bytes))},
+            {"lookahead", tuned("GRADSWEEP_RING_LOOKAHEAD", defaults.lookahead)}};
   }
 
   // Every algorithm once on known data. A wrong result on any rank ends the benchmark on every rank

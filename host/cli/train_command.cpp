@@ -7,6 +7,7 @@
 #include "comm/mpi_runtime.hpp"
 #include "config/cell_config.hpp"
 #include "config/comm_choice.hpp"
+#include "config/environment.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "services/logging.hpp"
 #include "train/trainer.hpp"
@@ -62,11 +63,10 @@ std::unique_ptr<HostCommunicator> make_backend(CommBackend backend, [[maybe_unus
 }
 
 JobCommunicator make_job_communicator(const CellConfig& config) {
-  const char* env = std::getenv("GRADSWEEP_COMM");
   CommRequest request;
   request.config_choice = config.comm;
   request.config_file = config.file;
-  request.env_choice = env != nullptr ? env : "";
+  request.env_choice = env::text("GRADSWEEP_COMM");
   request.device = config.device;
   request.nccl_built = nccl_built();
   request.launched_by_mpi = mpi::launched_by_mpi();

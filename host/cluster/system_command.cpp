@@ -1,5 +1,7 @@
 #include "cluster/system_command.hpp"
 
+#include "config/environment.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -103,8 +105,7 @@ std::string run_checked(const std::vector<std::string>& argv) {
 }
 
 std::string find_on_path(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "");
+  std::stringstream dirs(host::env::text("PATH"));
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
     if (dir.empty()) continue;
@@ -120,7 +121,7 @@ void require_network_admin(const std::string& action) {
   for (const auto& [tool, package] : tools)
     if (find_on_path(tool).empty())
       throw std::runtime_error(action + " needs `" + tool + "` (" + package + ") on PATH, and it is not there (PATH=" +
-                               (std::getenv("PATH") ? std::getenv("PATH") : "") + "); nothing was made");
+                               host::env::text("PATH") + "); nothing was made");
   constexpr int kCapSysAdmin = 21, kCapNetAdmin = 12;
   std::string missing;
   if (!has_capability(kCapNetAdmin)) missing += "CAP_NET_ADMIN";

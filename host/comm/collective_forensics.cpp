@@ -1,5 +1,6 @@
 #include "comm/collective_forensics.hpp"
 
+#include "config/environment.hpp"
 #include "util/atomic_file.hpp"
 
 #include <spdlog/spdlog.h>
@@ -99,12 +100,7 @@ fs::path directory() {
 void set_configured_check(bool on) { configured_check = on ? 1 : 0; }
 
 bool check_collectives() {
-  const char* text = std::getenv("GRADSWEEP_CHECK_COLLECTIVES");
-  if (text == nullptr || *text == '\0') return configured_check == 1;
-  const std::string value(text);
-  if (value == "1" || value == "true") return true;
-  if (value == "0" || value == "false") return false;
-  throw std::invalid_argument("GRADSWEEP_CHECK_COLLECTIVES='" + value + "': expected 0 or 1");
+  return env::flag("GRADSWEEP_CHECK_COLLECTIVES").value_or(configured_check == 1);
 }
 
 void write_verdict(const std::string& kind, const std::string& summary, const std::string& message) {

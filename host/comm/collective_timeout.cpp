@@ -1,5 +1,7 @@
 #include "comm/collective_timeout.hpp"
 
+#include "config/environment.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -69,14 +71,8 @@ std::atomic<double> configured_timeout{-1.0};  // < 0: not configured
 void set_configured_comm_timeout(double seconds) { configured_timeout = seconds; }
 
 double comm_timeout_seconds(double fallback) {
-  const char* text = std::getenv("GRADSWEEP_COMM_TIMEOUT");
-  if (text == nullptr || *text == '\0') return configured_timeout >= 0 ? configured_timeout.load() : fallback;
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  if (end == text || *end != '\0' || value < 0)
-    throw std::invalid_argument(std::string("GRADSWEEP_COMM_TIMEOUT='") + text +
-                                "': expected a number of seconds (0 turns the watchdog off)");
-  return value;
+  if (const auto seconds = env::non_negative_number("GRADSWEEP_COMM_TIMEOUT")) return *seconds;
+  return configured_timeout >= 0 ? configured_timeout.load() : fallback;
 }
 
 }  // namespace gradsweep::host

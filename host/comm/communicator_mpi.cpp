@@ -15,9 +15,12 @@
 #include "comm/mpi_reduce_ops.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "comm/tensor_memory.hpp"
+#include "comm/watched_call.hpp"
+#include "config/environment.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <climits>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -46,13 +49,7 @@ MPI_Comm duplicate_world() {
 // A positive integer from the environment, or `fallback` when unset: the ring's tuning knobs, for
 // benchmarks (docs/communicators.md). Every rank must see the same value (mpirun -x).
 long env_positive(const char* name, long fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value <= 0)
-    throw std::invalid_argument(std::string(name) + "='" + text + "': expected a positive integer");
-  return value;
+  return env::positive_integer(name, LONG_MAX).value_or(fallback);
 }
 
 }  // namespace
@@ -164,13 +161,10 @@ void MpiCommunicator::check_same_call(const CallShape& call, std::uint64_t seq) 
   const std::lock_guard<std::mutex> lock(check_mutex_);
   const Fingerprint mine = fingerprint_of(seq, call);
   std::vector<Fingerprint> all(static_cast<std::size_t>(size_));
-  int rc;
-  {
-    const CollectiveTimeout::Scope watch(timeout_, "the collective check before " + describe(call) + " #" +
-                                                       std::to_string(seq) + where());
-    rc = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, check_comm_);
-  }
-  check_mpi(rc, "check_collectives", "MPI_Allgather");
+  watched_mpi(timeout_, "the collective check before " + describe(call) + " #" + std::to_string(seq) + where(),
+              "check_collectives", "MPI_Allgather", [&] {
+                return MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, check_comm_);
+              });
   if (const auto mismatch = first_mismatch(all)) {
     const std::string message = "collective mismatch (runtime.check_collectives): " + *mismatch;
     forensics_.dump(message);
@@ -184,12 +178,8 @@ sdk::Status MpiCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp op) 
     const Buffer b = buffer_of(tensor, "allreduce", "the");
     const MPI_Op mop = mpi::reduce_op(tensor.scalar_type(), op);
     const auto recorded = record(shape(CommOp::Allreduce, tensor, static_cast<int>(op)));
-    int rc;
-    {
-      const CollectiveTimeout::Scope watch(timeout_, describe("allreduce", tensor) + where());
-      rc = MPI_Allreduce(MPI_IN_PLACE, b.data, b.count, b.type, mop, comm_);
-    }
-    check_mpi(rc, "allreduce", "MPI_Allreduce");
+    watched_mpi(timeout_, describe("allreduce", tensor) + where(), "allreduce", "MPI_Allreduce",
+                [&] { return MPI_Allreduce(MPI_IN_PLACE, b.data, b.count, b.type, mop, comm_); });
     return allreduce_traffic(b.bytes, size_);
   });
 }
@@ -201,13 +191,8 @@ sdk::Status MpiCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept
     const Buffer b = buffer_of(tensor, "broadcast", "the");
     check_peer(root, "broadcast", "root");
     const auto recorded = record(shape(CommOp::Broadcast, tensor, -1, root));
-    int rc;
-    {
-      const CollectiveTimeout::Scope watch(timeout_, describe("broadcast", tensor) + " from rank " +
-                                                         std::to_string(root) + where());
-      rc = MPI_Bcast(b.data, b.count, b.type, root, comm_);
-    }
-    check_mpi(rc, "broadcast", "MPI_Bcast");
+    watched_mpi(timeout_, describe("broadcast", tensor) + " from rank " + std::to_string(root) + where(), "broadcast",
+                "MPI_Bcast", [&] { return MPI_Bcast(b.data, b.count, b.type, root, comm_); });
     const int last = (root + size_ - 1) % size_;
     return Traffic{rank_ == last ? 0 : b.bytes, rank_ == root ? 0 : b.bytes, b.bytes};
   });
@@ -252,8 +237,8 @@ sdk::Status MpiCommunicator::allgather(const torch::Tensor& input, torch::Tensor
     const Buffer out = buffer_of(output, "allgather", "output");
     mpi::check_allgather_shapes(input, output, size_, "allgather");
     const auto recorded = record(shape(CommOp::Allgather, input));
-    const CollectiveTimeout::Scope watch(timeout_, describe("allgather", input) + " per rank" + where());
-    native_allgather(comm_, input, output, "allgather");
+    watched(timeout_, describe("allgather", input) + " per rank" + where(),
+            [&] { native_allgather(comm_, input, output, "allgather"); });
     return scatter_gather_traffic(out.bytes, size_);
   });
 }
@@ -266,8 +251,8 @@ sdk::Status MpiCommunicator::reduce_scatter(const torch::Tensor& input, torch::T
     mpi::check_reduce_scatter_shapes(input, output, size_, "reduce_scatter");
     mpi::reduce_op(input.scalar_type(), op);  // an unknown op fails before the call is recorded
     const auto recorded = record(shape(CommOp::ReduceScatter, input, static_cast<int>(op)));
-    const CollectiveTimeout::Scope watch(timeout_, describe("reduce_scatter", input) + where());
-    native_reduce_scatter(comm_, input, output, op, "reduce_scatter");
+    watched(timeout_, describe("reduce_scatter", input) + where(),
+            [&] { native_reduce_scatter(comm_, input, output, op, "reduce_scatter"); });
     return scatter_gather_traffic(in.bytes, size_);
   });
 }
@@ -279,13 +264,9 @@ sdk::Status MpiCommunicator::send(const torch::Tensor& tensor, int dst, int tag)
     CallShape call = shape(CommOp::Send, tensor, -1, dst);
     call.tag = tag;
     const auto recorded = record(call);
-    int rc;
-    {
-      const CollectiveTimeout::Scope watch(timeout_, describe("send", tensor) + " to rank " + std::to_string(dst) +
-                                                         " tag " + std::to_string(tag) + where());
-      rc = MPI_Send(b.data, b.count, b.type, dst, tag, comm_);
-    }
-    check_mpi(rc, "send", "MPI_Send");
+    watched_mpi(timeout_, describe("send", tensor) + " to rank " + std::to_string(dst) + " tag " + std::to_string(tag) +
+                    where(),
+                "send", "MPI_Send", [&] { return MPI_Send(b.data, b.count, b.type, dst, tag, comm_); });
     return Traffic{b.bytes, 0, b.bytes};
   });
 }
@@ -318,12 +299,10 @@ sdk::Status MpiCommunicator::recv(torch::Tensor& tensor, int src, int tag) noexc
     call.tag = tag;
     const auto recorded = record(call);
     MPI_Status status;
-    int rc;
-    {
-      const CollectiveTimeout::Scope watch(timeout_, describe("recv", tensor) + " from rank " + std::to_string(src) +
-                                                         " tag " + std::to_string(tag) + where());
-      rc = MPI_Recv(b.data, b.count, b.type, src, tag, comm_, &status);
-    }
+    const int rc = watched(timeout_,
+                           describe("recv", tensor) + " from rank " + std::to_string(src) + " tag " +
+                               std::to_string(tag) + where(),
+                           [&] { return MPI_Recv(b.data, b.count, b.type, src, tag, comm_, &status); });
     check_received(rc, status, b, "recv", "rank " + std::to_string(src), tag);
     return Traffic{0, b.bytes, b.bytes};
   });
@@ -340,12 +319,9 @@ sdk::Status MpiCommunicator::recv_any(torch::Tensor& tensor, int tag, int* sourc
     const auto recorded = record(call);
     MPI_Status status;
     status.MPI_SOURCE = MPI_ANY_SOURCE;
-    int rc;
-    {
-      const CollectiveTimeout::Scope watch(timeout_, describe("recv_any", tensor) + " from any rank tag " +
-                                                         std::to_string(tag) + where());
-      rc = MPI_Recv(b.data, b.count, b.type, MPI_ANY_SOURCE, tag, comm_, &status);
-    }
+    const int rc =
+        watched(timeout_, describe("recv_any", tensor) + " from any rank tag " + std::to_string(tag) + where(),
+                [&] { return MPI_Recv(b.data, b.count, b.type, MPI_ANY_SOURCE, tag, comm_, &status); });
     const int from = status.MPI_SOURCE;
     const bool known = from >= 0 && from < size_;
     check_received(rc, status, b, "recv_any", known ? "rank " + std::to_string(from) : "a rank", tag);
@@ -359,12 +335,7 @@ sdk::Status MpiCommunicator::barrier() noexcept {
     CallShape call;
     call.op = CommOp::Barrier;
     const auto recorded = record(call);
-    int rc;
-    {
-      const CollectiveTimeout::Scope watch(timeout_, "barrier" + where());
-      rc = MPI_Barrier(comm_);
-    }
-    check_mpi(rc, "barrier", "MPI_Barrier");
+    watched_mpi(timeout_, "barrier" + where(), "barrier", "MPI_Barrier", [&] { return MPI_Barrier(comm_); });
     return Traffic{};
   });
 }

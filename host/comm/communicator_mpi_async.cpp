@@ -10,6 +10,7 @@
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_reduce_ops.hpp"
 #include "comm/mpi_ring_transport.hpp"
+#include "comm/watched_call.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -40,10 +41,7 @@ class MpiRequest final : public sdk::Request {
       return result_;
     }
     const auto t0 = MpiCommunicator::Clock::now();
-    {
-      const CollectiveTimeout::Scope watch(owner_->timeout_, what_ + owner_->where());
-      result_ = job_->wait();
-    }
+    result_ = watched(owner_->timeout_, what_ + owner_->where(), [&] { return job_->wait(); });
     // Blocked until the operation finished; the moment this thread is scheduled again is not
     // communication (and counting it could make blocked exceed busy for tiny operations).
     const double blocked =
@@ -185,10 +183,9 @@ sdk::Status MpiCommunicator::allgather_async_by(sdk::Algorithm algorithm, const 
 
 void MpiCommunicator::drain_async() {
   if (const std::size_t pending = worker_.pending(); pending > 0) {
-    const CollectiveTimeout::Scope watch(timeout_, std::to_string(pending) +
-                                                       " asynchronous operation(s) still running when the communicator "
-                                                       "closed" + where());
-    worker_.drain();
+    watched(timeout_,
+            std::to_string(pending) + " asynchronous operation(s) still running when the communicator closed" + where(),
+            [&] { worker_.drain(); });
   }
   const std::lock_guard<std::mutex> lock(requests_mutex_);
   for (MpiRequest* r : requests_) r->detach();

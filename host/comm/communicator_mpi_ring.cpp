@@ -4,6 +4,7 @@
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_ring_transport.hpp"
+#include "comm/watched_call.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -71,15 +72,15 @@ sdk::Status MpiCommunicator::allreduce_by(sdk::Algorithm algorithm, torch::Tenso
   if (algorithm == sdk::Algorithm::Hierarchical)
     return counted([&] {
       buffer_of(tensor, "hierarchical allreduce", "the");
-      const CollectiveTimeout::Scope watch(timeout_, describe("hierarchical allreduce", tensor) + where());
-      return hierarchical_allreduce(*split_, ring_comm_, tensor, op, "hierarchical allreduce");
+      return watched(timeout_, describe("hierarchical allreduce", tensor) + where(),
+                     [&] { return hierarchical_allreduce(*split_, ring_comm_, tensor, op, "hierarchical allreduce"); });
     });
   return counted([&] {
     buffer_of(tensor, "ring allreduce", "the");  // before the watchdog's description reads the tensor
     check_op(op, "ring allreduce");
     const auto recorded = record(shape(CommOp::Allreduce, tensor, static_cast<int>(op), -1, true));
-    const CollectiveTimeout::Scope watch(timeout_, describe("ring allreduce", tensor) + where());
-    return ring_allreduce(ring_comm_, tensor, op, "ring allreduce");
+    return watched(timeout_, describe("ring allreduce", tensor) + where(),
+                   [&] { return ring_allreduce(ring_comm_, tensor, op, "ring allreduce"); });
   });
 }
 
@@ -91,9 +92,10 @@ sdk::Status MpiCommunicator::allgather_by(sdk::Algorithm algorithm, const torch:
     const mpi::Buffer out = buffer_of(output, "ring allgather", "output");
     mpi::check_allgather_shapes(input, output, size_, "ring allgather");
     const auto recorded = record(shape(CommOp::Allgather, input, -1, -1, true));
-    const CollectiveTimeout::Scope watch(timeout_, describe("ring allgather", input) + " per rank" + where());
-    mpi::RingTransport transport(ring_comm_, rank_, size_, "ring allgather");
-    ring::allgather(transport, input, output, ring_tuning_);
+    watched(timeout_, describe("ring allgather", input) + " per rank" + where(), [&] {
+      mpi::RingTransport transport(ring_comm_, rank_, size_, "ring allgather");
+      ring::allgather(transport, input, output, ring_tuning_);
+    });
     return scatter_gather_traffic(out.bytes, size_);
   });
 }
@@ -107,9 +109,10 @@ sdk::Status MpiCommunicator::reduce_scatter_by(sdk::Algorithm algorithm, const t
     mpi::check_reduce_scatter_shapes(input, output, size_, "ring reduce_scatter");
     check_op(op, "ring reduce_scatter");
     const auto recorded = record(shape(CommOp::ReduceScatter, input, static_cast<int>(op), -1, true));
-    const CollectiveTimeout::Scope watch(timeout_, describe("ring reduce_scatter", input) + where());
-    mpi::RingTransport transport(ring_comm_, rank_, size_, "ring reduce_scatter");
-    ring::reduce_scatter(transport, input, output, op, ring_tuning_);
+    watched(timeout_, describe("ring reduce_scatter", input) + where(), [&] {
+      mpi::RingTransport transport(ring_comm_, rank_, size_, "ring reduce_scatter");
+      ring::reduce_scatter(transport, input, output, op, ring_tuning_);
+    });
     return scatter_gather_traffic(in.bytes, size_);
   });
 }

@@ -19,7 +19,9 @@
 #include "comm/collective_timeout.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "comm/nccl_buffer.hpp"
+#include "comm/watched_call.hpp"
 #include "config/comm_choice.hpp"
+#include "config/environment.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -63,7 +65,7 @@ std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) +
 // Before MPI runs, the launcher's environment is the only way to say which rank failed.
 std::string launcher_rank_suffix() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::string(" (rank ") + v + ")";
+    if (env::is_set(name)) return " (rank " + env::text(name) + ")";
   return "";
 }
 
@@ -302,10 +304,8 @@ NcclCommunicator::NcclCommunicator(int device_index)
     sdk::check(bootstrap_->broadcast(bytes, 0));
     std::memcpy(&id, bytes.data_ptr(), sizeof id);
   }
-  {
-    const CollectiveTimeout::Scope watch(timeout_, "ncclCommInitRank" + where());
-    check_nccl(ncclCommInitRank(&comm_, size_, id, rank_), "communicator", "ncclCommInitRank");
-  }
+  watched(timeout_, "ncclCommInitRank" + where(),
+          [&] { check_nccl(ncclCommInitRank(&comm_, size_, id, rank_), "communicator", "ncclCommInitRank"); });
   check_cuda(cudaStreamCreateWithFlags(&async_stream_, cudaStreamNonBlocking), "communicator", "cudaStreamCreate");
   check_cuda(cudaEventCreateWithFlags(&drained_, cudaEventDisableTiming), "communicator", "cudaEventCreate");
   check_cuda(cudaEventCreateWithFlags(&finished_, cudaEventDisableTiming), "communicator", "cudaEventCreate");
@@ -361,16 +361,18 @@ void NcclCommunicator::on_timeout(const std::string& what, double waited) const 
 }
 
 void NcclCommunicator::wait_for(cudaEvent_t event, const std::string& what) {
-  const CollectiveTimeout::Scope watch(timeout_, what + where());
-  for (;;) {
-    const cudaError_t state = cudaEventQuery(event);
-    if (state == cudaSuccess) return;
-    if (state != cudaErrorNotReady) check_cuda(state, what, "cudaEventQuery");
-    ncclResult_t async_error = ncclSuccess;
-    check_nccl(ncclCommGetAsyncError(comm_, &async_error), what, "ncclCommGetAsyncError");
-    if (async_error != ncclSuccess && async_error != ncclInProgress) check_nccl(async_error, what, "NCCL (asynchronous)");
-    std::this_thread::yield();
-  }
+  watched(timeout_, what + where(), [&] {
+    for (;;) {
+      const cudaError_t state = cudaEventQuery(event);
+      if (state == cudaSuccess) return;
+      if (state != cudaErrorNotReady) check_cuda(state, what, "cudaEventQuery");
+      ncclResult_t async_error = ncclSuccess;
+      check_nccl(ncclCommGetAsyncError(comm_, &async_error), what, "ncclCommGetAsyncError");
+      if (async_error != ncclSuccess && async_error != ncclInProgress)
+        check_nccl(async_error, what, "NCCL (asynchronous)");
+      std::this_thread::yield();
+    }
+  });
 }
 
 template <class Enqueue>

@@ -1,7 +1,8 @@
 #include "comm/fault_injection.hpp"
 
+#include "config/environment.hpp"
+
 #include <atomic>
-#include <cstdlib>
 #include <stdexcept>
 
 namespace gradsweep::host::fault_injection {
@@ -15,8 +16,8 @@ std::atomic<bool> fired{false};
 // Read once: the variable belongs to the job, not to a call.
 const Fault& armed() {
   static const Fault fault = [] {
-    const char* text = std::getenv(kVariable);
-    return text == nullptr || *text == '\0' ? Fault{} : parse_fault(text);
+    const std::string text = env::text(kVariable);
+    return text.empty() ? Fault{} : parse_fault(text);
   }();
   return fault;
 }

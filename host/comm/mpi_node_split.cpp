@@ -2,6 +2,7 @@
 
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_runtime.hpp"
+#include "config/environment.hpp"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -9,13 +10,7 @@
 namespace gradsweep::host::mpi {
 
 int ranks_per_node_override() {
-  const char* text = std::getenv("GRADSWEEP_RANKS_PER_NODE");
-  if (text == nullptr || *text == '\0') return 0;
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value <= 0 || value > 1 << 20)
-    throw std::invalid_argument(std::string("GRADSWEEP_RANKS_PER_NODE='") + text + "': expected a positive integer");
-  return static_cast<int>(value);
+  return static_cast<int>(env::positive_integer("GRADSWEEP_RANKS_PER_NODE", 1 << 20).value_or(0));
 }
 
 NodeSplit::NodeSplit(MPI_Comm parent) {

@@ -1,5 +1,7 @@
 #include "comm/mpi_runtime.hpp"
 
+#include "config/environment.hpp"
+
 #include <mpi.h>
 #include <spdlog/spdlog.h>
 
@@ -13,10 +15,7 @@ namespace {
 
 int granted_level = -1;  // set once by ensure_initialized
 
-bool env_set(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0';
-}
+bool env_set(const char* name) { return env::is_set(name); }
 
 // Registered with atexit right after MPI_Init_thread, so it runs after main returns and after every
 // communicator (which are never static) is gone. Open MPI's MPI_Finalize waits for every rank: a rank

@@ -38,7 +38,7 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
         {{"batch_size", OptionType::Int, nullptr, "sequences per step, all ranks together"}, {1, kMaxSize}},
         {{"micro_batch", OptionType::Int, "0", "sequences per rank per forward (0 = batch_size / ranks)"}, {0, kMaxSize}},
         {{"seq_len", OptionType::Int, nullptr, "tokens per sequence"}, {1, kMaxSize}},
-        {{"optimizer", OptionType::String, "adamw", "adamw or sgd"}},
+        {{"optimizer", OptionType::String, "adamw", "adamw or sgd"}, {}, "adamw|sgd"},
         {{"lr", OptionType::Float, "6e-4", "peak learning rate"}, kPositive},
         {{"min_lr", OptionType::Float, "0", "learning rate at the end of the cosine decay"}, kNonNegative},
         {{"warmup_steps", OptionType::Int, "0", "linear warmup steps"}, {0, kMaxCount}},
@@ -57,11 +57,15 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
        {{{"log_every", OptionType::Int, "10", "log a line every N steps"}, {1, kMaxCount}},
         {{"peak_flops", OptionType::Float, "0", "peak FLOP/s for MFU (0 = measure sgemm once and cache)"}, kNonNegative},
         {{"trace", OptionType::String, "sampled",
-          "timeline of the steps in trace.json: sampled (first measured, middle, last), all or off"}}}},
+          "timeline of the steps in trace.json: sampled (first measured, middle, last), all or off"},
+         {},
+         "sampled|all|off"}}},
       {"runtime",
        {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"}, {0, kMaxThreads}},
         {{"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"}},
-        {{"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"}},
+        {{"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"},
+         {},
+         kCommChoiceList},
         {{"check_collectives", OptionType::Bool, "false", "check that all ranks issue the same collectives (debug)"}},
         {{"comm_timeout", OptionType::Float, "600",
          "seconds a rank may wait in one communication call before the job is ended as hung (0 = never; "
@@ -158,7 +162,7 @@ std::map<std::string, sdk::Options> resolve_host_sections(CellConfig& config, Di
     host[section] = resolve_options(config.root[section], section, specs_of(specs), {}, diag);
     check_ranges(config.root[section], section, specs, host[section], out_of_range);
     config.resolved[section] = to_yaml(host[section]);
-    for (const auto& [s, range] : specs)
+    for (const auto& [s, range, choices] : specs)
       if (s.default_value == nullptr && !host[section].has(s.key))
         diag.error(config.root[section] ? config.root[section] : config.root, section + "." + s.key,
                    std::string("required key missing (") + s.help + ")");
@@ -204,7 +208,6 @@ void read_training(CellConfig& config, std::map<std::string, sdk::Options>& host
   config.train.seed = t.integer("seed");
   auto& opt = config.train.optimizer;
   const std::string kind = t.text("optimizer");
-  if (kind != "adamw" && kind != "sgd") diag.error(config.root["train"]["optimizer"], "train.optimizer", "expected adamw or sgd");
   opt.kind = kind == "sgd" ? sdk::OptimizerSpec::Kind::SGD : sdk::OptimizerSpec::Kind::AdamW;
   opt.lr = t.number("lr");
   opt.beta1 = t.number("beta1");
@@ -224,8 +227,6 @@ void read_run_settings(CellConfig& config, std::map<std::string, sdk::Options>& 
   config.log_every = host["metrics"].integer("log_every");
   config.peak_flops = host["metrics"].number("peak_flops");
   config.trace = host["metrics"].text("trace");
-  if (config.trace != "sampled" && config.trace != "all" && config.trace != "off")
-    diag.error(config.root["metrics"]["trace"], "metrics.trace", "expected sampled, all or off, got '" + config.trace + "'");
   config.threads = host["runtime"].integer("threads");
   config.device = host["runtime"].text("device");
   config.comm = host["runtime"].text("comm");
@@ -234,8 +235,6 @@ void read_run_settings(CellConfig& config, std::map<std::string, sdk::Options>& 
   diag.append(out_of_range);
   if (config.device != "cpu" && config.device.rfind("cuda", 0) != 0)
     diag.error(config.root["runtime"]["device"], "runtime.device", "expected cpu, cuda or cuda:N");
-  if (!is_comm_choice(config.comm))
-    diag.error(config.root["runtime"]["comm"], "runtime.comm", "expected " + std::string(kCommChoices) + ", got '" + config.comm + "'");
 }
 
 }  // namespace

@@ -1,11 +1,16 @@
 #include "config/comm_choice.hpp"
 
+#include "config/option_schema.hpp"
+
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace gradsweep::host {
 
 bool is_comm_choice(const std::string& choice) {
-  return choice == "auto" || choice == "local" || choice == "mpi" || choice == "nccl";
+  const std::vector<std::string> choices = split_choices(kCommChoiceList);
+  return std::find(choices.begin(), choices.end(), choice) != choices.end();
 }
 
 const char* to_string(CommBackend backend) {

@@ -11,8 +11,10 @@ namespace gradsweep::host {
 enum class CommBackend { Local, Mpi, Nccl };
 
 inline constexpr const char* kCommChoices = "auto, local, mpi or nccl";
+// The same as declared choices (runtime.comm's, checked by config/option_schema's check_choice).
+inline constexpr const char* kCommChoiceList = "auto|local|mpi|nccl";
 
-// One of "auto", "local", "mpi", "nccl".
+// One of kCommChoiceList.
 bool is_comm_choice(const std::string& choice);
 const char* to_string(CommBackend backend);
 

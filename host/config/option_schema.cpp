@@ -96,6 +96,8 @@ sdk::Options resolve_options(const YAML::Node& section, const std::string& path,
 void check_ranges(const YAML::Node& section, const std::string& path, const std::vector<HostOption>& options,
                   const sdk::Options& values, Diagnostics& diag) {
   for (const auto& o : options) {
+    if (o.choices != nullptr && o.spec.type == sdk::OptionType::String && values.has(o.spec.key))
+      check_choice(section, path, o.spec.key, values.text(o.spec.key), o.choices, " (the default)", diag);
     if (!values.has(o.spec.key) || (o.spec.type != sdk::OptionType::Int && o.spec.type != sdk::OptionType::Float))
       continue;
     const double v = values.number(o.spec.key);
@@ -167,20 +169,26 @@ std::vector<std::string> split_choices(const std::string& choices) {
   }
 }
 
+bool check_choice(const YAML::Node& section, const std::string& path, const std::string& key,
+                  const std::string& value, const std::string& choices, const std::string& default_note,
+                  Diagnostics& diag) {
+  const std::vector<std::string> allowed = split_choices(choices);
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return true;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  const YAML::Node node = section && section.IsMap() ? section[key] : YAML::Node();
+  const std::string full = path.empty() ? key : path + "." + key;
+  diag.error(node ? node : section, full, "'" + value + "' is not one of " + list + (node ? "" : default_note));
+  return false;
+}
+
 void check_choices(const YAML::Node& section, const std::string& path, const std::vector<sdk::OptionSpec>& specs,
                    const OptionChoices& choices, const sdk::Options& values, Diagnostics& diag) {
   for (std::size_t i = 0; i < specs.size() && i < choices.size(); ++i) {
     const sdk::OptionSpec& spec = specs[i];
     if (choices[i].empty() || spec.type != sdk::OptionType::String || !values.has(spec.key)) continue;
-    const std::vector<std::string> allowed = split_choices(choices[i]);
-    const std::string& value = values.text(spec.key);
-    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) continue;
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    const YAML::Node node = section && section.IsMap() ? section[spec.key] : YAML::Node();
-    const std::string full = path.empty() ? spec.key : path + "." + spec.key;
-    diag.error(node ? node : section, full,
-               "'" + value + "' is not one of " + list + (node ? "" : " (the plugin's default: a bug in the plugin)"));
+    check_choice(section, path, spec.key, values.text(spec.key), choices[i],
+                 " (the plugin's default: a bug in the plugin)", diag);
   }
 }
 

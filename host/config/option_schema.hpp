@@ -25,10 +25,11 @@ struct ValueRange {
   bool contains(double v) const;
   std::string text() const;                 // "[1, 1000000000]", "(0, inf)"
 };
-// A key's spec and its range: how the host declares its own options.
+// A key's spec, its range and, for a string, its choices: how the host declares its own options.
 struct HostOption {
   sdk::OptionSpec spec;
   ValueRange range{};
+  const char* choices = nullptr;  // "adamw|sgd": the only values accepted; nullptr: any
 };
 std::vector<sdk::OptionSpec> specs_of(const std::vector<HostOption>& options);
 
@@ -40,7 +41,7 @@ sdk::Options resolve_options(const YAML::Node& section, const std::string& path,
 // The same, also refusing a value outside its key's range.
 sdk::Options resolve_options(const YAML::Node& section, const std::string& path, const std::vector<HostOption>& options,
                              const std::set<std::string>& ignored, Diagnostics& diag);
-// The range part alone, on values already resolved from `section`.
+// The range and choices part alone, on values already resolved from `section`.
 void check_ranges(const YAML::Node& section, const std::string& path, const std::vector<HostOption>& options,
                   const sdk::Options& values, Diagnostics& diag);
 
@@ -55,6 +56,12 @@ void check_choices(const YAML::Node& section, const std::string& path, const std
                    const OptionChoices& choices, const sdk::Options& values, Diagnostics& diag);
 // "ring|native" -> {"ring", "native"}.
 std::vector<std::string> split_choices(const std::string& choices);
+// The one check of a value against its key's choices, for the host's keys and the plugins' alike: false,
+// with "file:line:column: path.key: 'rign' is not one of ring, native, hierarchical" in `diag` (at the
+// section, with `default_note` appended, when the value is a default rather than written in the file).
+bool check_choice(const YAML::Node& section, const std::string& path, const std::string& key,
+                  const std::string& value, const std::string& choices, const std::string& default_note,
+                  Diagnostics& diag);
 
 // Typed value -> YAML scalar, for writing the resolved configuration.
 YAML::Node to_yaml(const sdk::Options& options);

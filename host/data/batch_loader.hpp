@@ -24,6 +24,12 @@ struct BatchLoaderOptions {
   int64_t world_size = 1;    // W
 };
 
+// M for `train.micro_batch`: the configured size, or 0 for the rank's whole share G / W. The planner and
+// the trainer must agree on it, so this is the one place the rule is written.
+inline int64_t micro_batch_size(int64_t configured, int64_t global_batch, int64_t ranks) {
+  return configured > 0 ? configured : global_batch / ranks;
+}
+
 struct Batch {
   torch::Tensor inputs;   // (M, T) int64
   torch::Tensor targets;  // (M, T) int64: inputs shifted left by one token

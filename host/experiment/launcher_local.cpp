@@ -1,5 +1,6 @@
 #include "experiment/launcher_local.hpp"
 
+#include "config/environment.hpp"
 #include "experiment/launcher_emulated.hpp"
 #include "experiment/machine_load.hpp"
 #include "experiment/provenance.hpp"
@@ -137,8 +138,8 @@ std::vector<std::string> mpirun_command(int world, int threads, const std::vecto
   std::vector<std::string> mpirun{"mpirun", "--oversubscribe", "--bind-to", "none",
                                   "-np", std::to_string(world), "-x", "OMP_NUM_THREADS=" + std::to_string(threads)};
   // Variables the ranks need from the driver's environment, when set.
-  for (const char* var : {"GRADSWEEP_PLUGIN_PATH", "GRADSWEEP_COMM", "LD_LIBRARY_PATH"})
-    if (std::getenv(var) != nullptr) mpirun.insert(mpirun.end(), {"-x", var});
+  for (const host::env::Variable& var : host::env::registry())
+    if (var.forwarded && host::env::raw(var.name)) mpirun.insert(mpirun.end(), {"-x", var.name});
   for (const auto& assignment : extra_env) mpirun.insert(mpirun.end(), {"-x", assignment});
   mpirun.insert(mpirun.end(), rank_argv.begin(), rank_argv.end());
   return mpirun;

@@ -8,6 +8,7 @@
 
 #include "config/cell_config.hpp"
 #include "config/option_schema.hpp"
+#include "data/batch_loader.hpp"
 #include "plugins/plugin_declarations.hpp"
 #include "util/atomic_file.hpp"
 
@@ -276,7 +277,7 @@ void check_batch_and_data(const YAML::Node& cell, const host::CellConfig& config
                           Diagnostics& diag) {
   const auto& train = config.train;
   if (world >= 1) {
-    const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / computing;
+    const std::int64_t micro = data::micro_batch_size(train.micro_batch, train.batch_size, computing);
     if (train.micro_batch == 0 && train.batch_size % computing != 0)
       diag.error(node_for_key(cell, "train.batch_size", false), "train.batch_size",
                  std::to_string(train.batch_size) + " sequences do not split evenly over the " +

@@ -1,6 +1,7 @@
 #include "experiment/sweep_plan_check.hpp"
 
 #include "config/comm_choice.hpp"
+#include "config/environment.hpp"
 
 #include <cstdlib>
 #include <exception>
@@ -16,7 +17,7 @@ std::pair<std::string, sdk::CommFeatures> planned_backend(const host::CellConfig
   host::CommRequest request;
   request.config_choice = config.comm;
   request.config_file = config.file;
-  if (const char* env = std::getenv("GRADSWEEP_COMM")) request.env_choice = env;
+  request.env_choice = host::env::text("GRADSWEEP_COMM");
   request.device = config.device;
 #if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
   request.nccl_built = true;

@@ -1,5 +1,6 @@
 #include "plugins/plugin_registry.hpp"
 
+#include "config/environment.hpp"
 #include "plugins/elf_check.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
@@ -69,11 +70,7 @@ std::string incompatibility(const sdk::PluginDescriptor& d, const fs::path& path
 
 std::vector<fs::path> PluginRegistry::search_path(const std::vector<fs::path>& extra) {
   std::vector<fs::path> dirs(extra.begin(), extra.end());
-  if (const char* env = std::getenv("GRADSWEEP_PLUGIN_PATH")) {
-    std::stringstream list(env);
-    for (std::string item; std::getline(list, item, ':');)
-      if (!item.empty()) dirs.emplace_back(item);
-  }
+  for (const std::string& item : env::path_list("GRADSWEEP_PLUGIN_PATH")) dirs.emplace_back(item);
   // Build tree: <build>/gradsweep next to <build>/plugins. Install tree: <prefix>/bin/gradsweep and
   // <prefix>/lib/gradsweep/plugins.
   const fs::path exe_dir = boost::dll::program_location().parent_path().string();

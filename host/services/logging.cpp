@@ -1,5 +1,7 @@
 #include "services/logging.hpp"
 
+#include "config/environment.hpp"
+
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
@@ -11,7 +13,7 @@ void init_logging(int rank, const std::filesystem::path& file) {
   auto logger = std::make_shared<spdlog::logger>("gradsweep", sinks.begin(), sinks.end());
   logger->set_pattern("[%H:%M:%S.%e] [rank " + std::to_string(rank) + "] [%^%l%$] %v");
   logger->flush_on(spdlog::level::info);
-  if (const char* level = std::getenv("GRADSWEEP_LOG_LEVEL")) logger->set_level(spdlog::level::from_str(level));
+  if (const auto level = env::raw("GRADSWEEP_LOG_LEVEL")) logger->set_level(spdlog::level::from_str(*level));
   spdlog::set_default_logger(logger);
 }
 

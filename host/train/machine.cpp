@@ -1,5 +1,6 @@
 #include "train/machine.hpp"
 
+#include "config/environment.hpp"
 #include "util/atomic_file.hpp"
 
 #include <nlohmann/json.hpp>
@@ -47,8 +48,8 @@ std::string host_name() {
 }
 
 fs::path default_cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "gradsweep";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "gradsweep";
+  if (env::is_set("XDG_CACHE_HOME")) return fs::path(env::text("XDG_CACHE_HOME")) / "gradsweep";
+  if (env::is_set("HOME")) return fs::path(env::text("HOME")) / ".cache" / "gradsweep";
   return fs::temp_directory_path() / "gradsweep-cache";
 }
 

@@ -160,7 +160,7 @@ std::vector<sdk::Parameter> checked_parameters(const ModelInstance& model, const
 
 // Each global batch is split over the ranks that compute (all of them, unless a server only serves).
 data::BatchLoaderOptions batching_for(const TrainSettings& train, const ComputeGroup& group) {
-  const std::int64_t micro = train.micro_batch > 0 ? train.micro_batch : train.batch_size / group.count;
+  const std::int64_t micro = data::micro_batch_size(train.micro_batch, train.batch_size, group.count);
   return {train.batch_size, train.seq_len, micro, group.index, group.count};
 }
 

@@ -132,6 +132,23 @@ TEST(CellConfig, OutOfRangeAndNonFiniteValuesNameTheirPlace) {
   EXPECT_NE(set[0].find("train.lr: expected a finite number, got 'nan'"), std::string::npos) << set[0];
 }
 
+// The host's own keys with choices go through the plugins' validator (config/option_schema check_choice):
+// one message, with the key, the value, the allowed values and where the value is written.
+TEST(CellConfig, HostChoicesNameKeyValueAndAllowedValues) {
+  std::string yaml = kValid;
+  yaml += "  optimizer: adam\nmetrics: {trace: every}\nruntime: {comm: gloo}\n";
+  const auto problems = problems_of(yaml);
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  EXPECT_NE(all.find("exp.yaml:12:14: train.optimizer: 'adam' is not one of adamw, sgd"), std::string::npos) << all;
+  EXPECT_NE(all.find("exp.yaml:13:18: metrics.trace: 'every' is not one of sampled, all, off"), std::string::npos) << all;
+  EXPECT_NE(all.find("exp.yaml:14:17: runtime.comm: 'gloo' is not one of auto, local, mpi, nccl"), std::string::npos)
+      << all;
+  EXPECT_EQ(problems.size(), 3u) << all;
+  const auto sgd = parse_cell_config(kValid, "exp.yaml", "/base", {"train.optimizer=sgd"});
+  EXPECT_EQ(sgd.train.optimizer.kind, sdk::OptimizerSpec::Kind::SGD);
+}
+
 TEST(CellConfig, DuplicateKeysNameBothPlaces) {
   std::string yaml = kValid;
   yaml += "  steps: 3\nmodel: {name: lstm_lm}\n";

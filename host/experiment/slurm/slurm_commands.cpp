@@ -1,5 +1,7 @@
 #include "experiment/slurm/slurm_commands.hpp"
 
+#include "config/environment.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -132,8 +134,7 @@ ProgramOutput run_program(const std::vector<std::string>& argv) {
 }
 
 void require_slurm_tool(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  for (const std::string& dir : split(path != nullptr ? path : "", ':')) {
+  for (const std::string& dir : split(host::env::text("PATH"), ':')) {
     const fs::path candidate = fs::path(dir.empty() ? "." : dir) / tool;
     if (::access(candidate.c_str(), X_OK) == 0) return;
   }

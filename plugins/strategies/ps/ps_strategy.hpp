@@ -12,8 +12,10 @@
 //
 // All traffic goes through the server's links, which is what limits a parameter server: each worker
 // moves its gradient up and the parameters down every step (recorded as ps_push_bytes/ps_pull_bytes).
+// The protocol, shared with `sampled`, is common/parameter_server_protocol.hpp.
 #include "flat_layout.hpp"
 #include "mixed_precision.hpp"
+#include "parameter_server_protocol.hpp"
 
 #include <gradsweep/sdk/capabilities.hpp>
 #include <gradsweep/sdk/optimizer.hpp>
@@ -53,29 +55,24 @@ class PsStrategy : public sdk::Strategy {
   void load(torch::serialize::InputArchive& archive) override;
 
  private:
-  bool server() const { return comm_.rank() == kServer; }
-  sdk::StepResult serve_sync(const sdk::StepContext& step);
-  sdk::StepResult serve_async(const sdk::StepContext& step);
+  bool server() const { return protocol_.server(); }
+  // The server's own gradient into sum_ (float32), with the test hook's overflow when asked for.
+  void pack_own_gradient();
   // Applies `grads` (float32, summed over `count` gradients computed at loss scale `scale`) to the
   // master parameters, unless they overflowed. Returns what the step did.
   sdk::StepResult apply(const torch::Tensor& grads, double count, double scale, const sdk::StepContext& step);
-  void reply(int worker, const sdk::StepResult& result);
   sdk::StepResult receive_parameters();
 
-  static constexpr int kServer = 0;
   std::string name_;
   MixedPrecision amp_;
   sdk::Communicator& comm_;
-  bool async_;
+  ParameterServerProtocol protocol_;
   bool computes_;
-  std::vector<int> workers_;  // ranks that push gradients to the server
   sdk::LocalOptimizer optimizer_;  // on the server only
   FlatLayout layout_;
-  torch::Tensor push_;    // gradient on the wire (wire dtype)
-  torch::Tensor sum_;     // the server's float32 accumulator
-  torch::Tensor pull_;    // parameters on the wire (float32)
-  torch::Tensor header_;  // push: {version, loss scale}; pull: {version, applied, grad norm, loss scale}
-  std::int64_t version_ = 0;  // updates the server has applied; for workers, the version they hold
+  torch::Tensor push_;  // gradient on the wire (wire dtype)
+  torch::Tensor sum_;   // the server's float32 accumulator
+  torch::Tensor pull_;  // parameters on the wire (float32)
   std::int64_t step_ = 0;
 };
 

@@ -20,7 +20,8 @@ SampledStrategy::SampledStrategy(const sdk::PluginContext& context)
       // The host has checked every choice (kSampledOptions).
       ps_(context.options.text("transport") == "ps"),
       async_(context.options.text("mode") == "async"),
-      sparse_(context.options.text("exchange") == "sparse") {}
+      sparse_(context.options.text("exchange") == "sparse"),
+      protocol_(comm_, kName, async_) {}
 
 void SampledStrategy::check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
   const sdk::Options& options = *facts.options;
@@ -132,14 +133,14 @@ sdk::StepResult SampledStrategy::on_update(const sdk::StepContext& step) {
 
 void SampledStrategy::save(torch::serialize::OutputArchive& archive) {
   if (!ps_ || server()) optimizer_.save(archive);
-  archive.write("sampled_version", torch::tensor({version_}, torch::kLong));
+  archive.write("sampled_version", torch::tensor({protocol_.version()}, torch::kLong));
 }
 
 void SampledStrategy::load(torch::serialize::InputArchive& archive) {
   if (!ps_ || server()) optimizer_.load(archive);
   torch::Tensor version;
   archive.read("sampled_version", version);
-  version_ = version.item<std::int64_t>();
+  protocol_.set_version(version.item<std::int64_t>());
   last_rows_ = torch::Tensor();  // what workers hold is known again only after a dense answer
 }
 

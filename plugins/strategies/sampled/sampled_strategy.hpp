@@ -20,6 +20,7 @@
 //                     must match exactly, and the dense-equivalent byte count.
 #include "row_sparse_layout.hpp"
 #include "algorithm_option.hpp"
+#include "parameter_server_protocol.hpp"
 #include "vocabulary_sampler.hpp"
 
 #include <gradsweep/sdk/capabilities.hpp>
@@ -73,18 +74,17 @@ class SampledStrategy final : public sdk::Strategy {
   torch::Tensor gradient_buffer() const;
 
   // transport: ps (sampled_parameter_server.cpp)
-  bool server() const { return comm_.rank() == kServer; }
+  bool server() const { return protocol_.server(); }
   void push();
   sdk::StepResult serve(const sdk::StepContext& step);
   sdk::StepResult apply(const torch::Tensor& grads, double count, const sdk::StepContext& step);
   // The rows of a parameter answer: those that can have changed since the worker's last answer.
   torch::Tensor pull_rows() const;
-  void reply(int worker, const sdk::StepResult& result);
   sdk::StepResult receive_parameters();
 
-  static constexpr int kServer = 0;
   sdk::Communicator& comm_;
   bool ps_, async_, sparse_;
+  ParameterServerProtocol protocol_;  // transport ps
   VocabularySampler sampler_;
   RowSparseLayout layout_;
   sdk::LocalOptimizer optimizer_;  // with transport ps, stepped on the server only
@@ -94,7 +94,6 @@ class SampledStrategy final : public sdk::Strategy {
   torch::Tensor last_rows_;  // the previous step's (transport ps, async); undefined after a (re)start
   torch::Tensor grads_;      // this rank's packed gradient
   std::int64_t step_ = 0;
-  std::int64_t version_ = 0;  // updates the server applied; a worker's: the version it holds
   std::int64_t vocab_size_ = 0;
 };
 
