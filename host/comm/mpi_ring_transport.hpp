@@ -1,7 +1,6 @@
 #pragma once
-// ring::Transport over MPI point-to-point: each exchange is MPI_Irecv from the left neighbour and MPI_Isend
-// to the right one (each cut into messages of at most 512 KiB, see the .cpp), finished together. Internal
-// to host/comm.
+// ring::Transport over MPI point-to-point: each exchange is an MPI_Irecv from the left neighbour and an
+// MPI_Isend to the right one, finished together with MPI_Waitall. Internal to host/comm.
 //
 // The ring needs a communicator of its own (the backend duplicates one per thread of use): its messages
 // then never match a strategy's send/recv/recv_any, whatever tags those use.
@@ -11,7 +10,6 @@
 
 #include <array>
 #include <string>
-#include <vector>
 
 namespace gradsweep::host::mpi {
 
@@ -32,9 +30,8 @@ class RingTransport final : public ring::Transport {
   MPI_Comm comm_;
   int rank_, size_, left_, right_;
   std::string call_;
-  // Requests by ticket mod kMaxInFlight: the receive's pieces, then the send's (none for a skipped side).
-  std::array<std::vector<MPI_Request>, kMaxInFlight> requests_;
-  std::vector<MPI_Status> statuses_;
+  // Requests by ticket mod kMaxInFlight: [0] the receive, [1] the send (MPI_REQUEST_NULL when skipped).
+  std::array<std::array<MPI_Request, 2>, kMaxInFlight> requests_;
   Ticket next_ = 0, finished_ = 0;
 };
 
