@@ -193,7 +193,7 @@ class CommBench {
     std::vector<sdk::Communicator*> views;
     for (const std::string& a : args_.algorithms) views.push_back(&view(a));
     const int n = comm_.size();
-    const int threads = choose_threads(args_.threads, comm_.local_size());
+    const int threads = choose_threads(args_.threads, ranks_sharing_cores());
     set_compute_threads(threads);
 
     nlohmann::json report{{"collective", args_.collective}, {"dtype", args_.dtype}, {"ranks", n},
@@ -224,6 +224,14 @@ class CommBench {
     if (name == "allreduce") return Collective::Allreduce;
     if (name == "reduce_scatter") return Collective::ReduceScatter;
     return Collective::Allgather;  // the option's check allows nothing else
+  }
+
+  // The nodes of an emulated cluster (GRADSWEEP_CLUSTER, set by `cluster exec` and the emulated launcher)
+  // are namespaces on one machine: every rank of the job shares its cores, not only the node's. With the
+  // node's count, 2 nodes on 2 cores ran 2 LibTorch threads per rank, and each of the ring's per-segment
+  // reductions waited for a second thread to be scheduled: 0.05 GB/s at 1 Gbit/s instead of 0.09-0.11.
+  int ranks_sharing_cores() const {
+    return env::is_set("GRADSWEEP_CLUSTER") ? comm_.size() : comm_.local_size();
   }
 
   sdk::Communicator& view(const std::string& algorithm) {

@@ -45,14 +45,14 @@ class Transport {
 };
 
 struct Tuning {
-  // Bytes per pipelined segment (rounded down to whole elements, at least one). Each segment costs a
-  // round trip with the neighbours; on CPUs shared by more ranks (or other work) than cores, that round
-  // trip waits for the neighbour to be scheduled, so fewer, larger segments win there, while on free
-  // cores smaller ones keep the reduction in cache. 2 MiB measured best across both on a 2-core machine
-  // (docs/benchmarks.md).
-  std::size_t segment_bytes = 2 * 1024 * 1024;
-  // Exchanges started ahead of the one being finished (1 .. Transport::kMaxInFlight - 1).
-  int lookahead = 1;
+  // Bytes per pipelined segment (rounded down to whole elements, at least one), and exchanges started ahead
+  // of the one being finished (1 .. Transport::kMaxInFlight - 1). Between nodes (Open MPI over TCP) the
+  // link idles whenever no exchange is queued while the sending rank waits for a core: 2 nodes at 1 Gbit/s
+  // on a busy 2-core machine, 2 MiB with lookahead 1 reached 76-79% of the link, 512 KiB with lookahead 4
+  // 88-96% (docs/cluster.md, "Measured here"). On shared memory the two were within noise of each other
+  // (2 and 4 ranks, 16-64 MiB; docs/benchmarks.md), where fewer round trips had mattered with lookahead 1.
+  std::size_t segment_bytes = 512 * 1024;
+  int lookahead = 4;
 };
 
 // A flat tensor of `numel` elements cut into n chunks as evenly as possible: the first numel mod n
