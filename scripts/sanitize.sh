@@ -14,14 +14,21 @@ cd "$(dirname "$0")/.."
 # loads them, planning statistics, cluster specs, Slurm batch scripts).
 TESTS=(test_data test_flight_recorder test_sampled_parts test_compression_parts test_models test_cluster_spec
        test_experiment_stats test_slurm_script)
-# What the tests load or run besides themselves: the model plugins (test_models) and the host binary
-# (`gradsweep prepare` makes the test corpus).
-EXTRA_TARGETS=(gradsweep gradsweep_model_gpt2 gradsweep_model_lstm_lm)
 
 selected=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do selected+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 [ ${#selected[@]} -gt 0 ] || selected=("${TESTS[@]}")
+# What the tests load or run besides themselves: the host binary (`gradsweep prepare` makes the test
+# corpus; test_data needs none of it) and the model plugins test_models loads.
+targets=("${selected[@]}")
+for t in "${selected[@]}"; do
+  case $t in
+    test_data) ;;
+    test_models) targets+=(gradsweep gradsweep_model_gpt2 gradsweep_model_lstm_lm) ;;
+    *) targets+=(gradsweep) ;;
+  esac
+done
 
 flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 # Debug (-O0 -g): the fastest compile and exact stacks; the time goes into LibTorch, which is not
@@ -29,7 +36,8 @@ flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" -DCMAKE_MODULE_LINKER_FLAGS="$flags" \
   -DGRADSWEEP_TESTS_BUILD_PLUGINS=OFF -DGRADSWEEP_WITH_NCCL=OFF >/dev/null
-cmake --build build-asan -j "${GRADSWEEP_JOBS:-$(nproc)}" --target "${EXTRA_TARGETS[@]}" "${selected[@]}"
+mapfile -t targets < <(printf '%s\n' "${targets[@]}" | sort -u)
+cmake --build build-asan -j "${GRADSWEEP_JOBS:-$(nproc)}" --target "${targets[@]}"
 
 supp=$PWD/scripts/sanitizers
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:suppressions=$supp/asan.supp:strict_init_order=1:detect_stack_use_after_return=1:print_summary=1"

@@ -23,7 +23,9 @@ TEST(OutOfTreePlugin, BuildsAgainstInstalledSdkAndTrains) {
   ASSERT_TRUE(fs::exists(prefix / "bin" / "gradsweep"));
 
   const fs::path example = test::source_dir() / "sdk" / "examples" / "periodic_average";
+  // The example builds clean under a third party's -Wall -Wextra -Werror (docs/development.md).
   run("cmake -S " + example.string() + " -B " + (dir / "example").string() + " -G Ninja -DCMAKE_BUILD_TYPE=Release " +
+      "'-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror' " +
       "-DCMAKE_PREFIX_PATH=" + prefix.string() + " -DTorch_DIR=" + std::string(GRADSWEEP_TEST_TORCH_DIR));
   run("cmake --build " + (dir / "example").string());
   const fs::path plugin = dir / "example" / "plugins" / "periodic_average.so";
