@@ -6,7 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+# CI (CI=true, set by .ci/run) builds with warnings as errors; a user's build only shows them.
+werror=OFF
+[ "${CI:-}" = true ] && werror=ON
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRADSWEEP_WERROR=$werror
 if [ $# -gt 0 ]; then
   cmake --build build -j "$(nproc)" --target "$@"
 else

@@ -11,6 +11,7 @@ PACKAGES=(
   libyaml-cpp-dev libspdlog-dev libfmt-dev
   libboost-dev libboost-filesystem-dev        # Boost.DLL
   libgtest-dev libcli11-dev nlohmann-json3-dev
+  clang-format-14                             # scripts/format.sh: the tree's .clang-format (version 14)
   gnuplot-nox                                 # plots in reports
   fortunes                                    # the quickstart corpus: real English text
   python3-torch                               # PyTorch eager baseline for benchmarks

@@ -102,7 +102,7 @@ torch::Tensor pattern(std::int64_t count, std::int64_t first, torch::ScalarType 
 // the output; for allgather `a` is the input and `b` the output. S is nccl-tests' size.
 struct Case {
   Collective collective;
-  torch::Tensor a, b;
+  torch::Tensor a{}, b{};  // filled by make_case; {} keeps `Case k{c}` free of -Wmissing-field-initializers
   std::int64_t per_rank = 0;  // reduce_scatter's output, allgather's input; allreduce: the whole count
   std::uint64_t bytes = 0;    // S
 };

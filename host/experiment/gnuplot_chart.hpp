@@ -12,9 +12,9 @@ struct ChartSeries {
   std::string title;
   std::vector<std::pair<double, double>> points;  // drawn in this order
   // Error bars (low, high) parallel to points, or empty for none.
-  std::vector<std::pair<double, double>> errors;
+  std::vector<std::pair<double, double>> errors{};
   // gnuplot's style for this series ("points", "lines"); "" = the chart's (linespoints or lines).
-  std::string style;
+  std::string style{};
   int linetype = 0;  // gnuplot's colour (1-8); 0 = by the series' position
 };
 
@@ -29,7 +29,7 @@ struct Chart {
   // Stacked bars instead of lines: one bar per entry of bar_labels, each series a layer whose points'
   // second values are the layer's height in each bar (in bar order).
   bool stacked = false;
-  std::vector<std::string> bar_labels;
+  std::vector<std::string> bar_labels{};
 };
 
 // "pngcairo" or "png", whichever this gnuplot has; "" when there is no gnuplot at all.

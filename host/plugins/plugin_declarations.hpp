@@ -27,7 +27,7 @@ struct PlanVerdict {
   std::string about;    // sdk::PlanAnswer::about: "ranks", "backend", "device", "model", an option key, or ""
   int computing_ranks = 1;
   // For this cell's options, as check_plan narrowed them; empty when the plugin declares none.
-  std::optional<sdk::StrategyCapabilities> capabilities;
+  std::optional<sdk::StrategyCapabilities> capabilities{};
 };
 
 // The strategy's check_plan first (its own words win), then its declared world sizes, communicator

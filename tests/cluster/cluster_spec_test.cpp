@@ -130,7 +130,9 @@ TEST(TimeDilation, MeasuresTheSlowdownOfCoLocatedNodes) {
   EXPECT_LT(one, 3.0);
   const double f = measure_dilation(8, 1);
   EXPECT_GE(f, 1.0);
-  if (std::thread::hardware_concurrency() <= 4) EXPECT_GT(f, 1.3) << "8 workers on " << std::thread::hardware_concurrency() << " cores";
+  if (std::thread::hardware_concurrency() <= 4) {
+    EXPECT_GT(f, 1.3) << "8 workers on " << std::thread::hardware_concurrency() << " cores";
+  }
 }
 
 TEST(SubnetChoice, SkipsClustersAddressesAndRoutesThatOverlap) {

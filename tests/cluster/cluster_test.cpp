@@ -145,7 +145,9 @@ TEST_F(Cluster, MeasuredDilationIsRecordedAndShapesTheLinks) {
   // tc prints the rate it holds in its own units; read it back through tc's own parser of our figure.
   const std::string qdisc = run_command("tc qdisc show dev gsc-tdil-v0").output;
   EXPECT_NE(qdisc.find("tbf"), std::string::npos) << qdisc;
-  if (f > 1.05) EXPECT_EQ(qdisc.find("rate 1Gbit"), std::string::npos) << "dilated by " << f << " yet " << qdisc;
+  if (f > 1.05) {
+    EXPECT_EQ(qdisc.find("rate 1Gbit"), std::string::npos) << "dilated by " << f << " yet " << qdisc;
+  }
 }
 
 // A 2-node job, one rank per node: the ranks are on different nodes (bench comm sees 1 rank on its node),

@@ -94,10 +94,11 @@ TEST_P(HierarchicalOnNodes, MatchesTheReferenceSums) {
         << r.output;
     EXPECT_GT(std::stoi(done[1]), 150);
   }
-  if (shape.uneven)
+  if (shape.uneven) {
     EXPECT_NE(r.output.find("hierarchical allreduce runs as the flat ring: nodes have between 2 and 3 ranks"),
               std::string::npos)
         << r.output;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Mpi, HierarchicalOnNodes,

@@ -72,9 +72,10 @@ TEST(HostNamesNoPlugin, PlannerAndTrainerHoldNoPluginNameOrOptionKey) {
   for (const auto& file : files) {
     const std::string text = test::read_text(file);
     for (const auto& word : words)
-      if (!kAllowed.count({file.filename().string(), word}))
+      if (!kAllowed.count({file.filename().string(), word})) {
         EXPECT_EQ(text.find("\"" + word + "\""), std::string::npos)
           << file.string() << " names \"" << word << "\": judge the plugin by what it declares instead";
+      }
   }
 }
 

@@ -111,8 +111,9 @@ TEST(CellConfig, EveryHostNumberHasARange) {
     for (const auto& o : options) {
       if (o.spec.type != sdk::OptionType::Int && o.spec.type != sdk::OptionType::Float) continue;
       EXPECT_TRUE(std::isfinite(o.range.min) || std::isfinite(o.range.max)) << section << "." << o.spec.key;
-      if (o.spec.type == sdk::OptionType::Int)
+      if (o.spec.type == sdk::OptionType::Int) {
         EXPECT_TRUE(std::isfinite(o.range.min) && std::isfinite(o.range.max)) << section << "." << o.spec.key;
+      }
     }
 }
 

@@ -108,7 +108,9 @@ TEST(PluginRegistry, TruncatedLibrariesAreRefusedBeforeDlopen) {
 
 TEST(PluginRegistry, ElfCheckAcceptsEveryBuiltPluginAndRefusesOtherKinds) {
   for (const auto& entry : fs::directory_iterator(test::plugin_dir()))
-    if (entry.path().extension() == ".so") EXPECT_EQ(host::elf_problem(entry.path()), "") << entry.path();
+    if (entry.path().extension() == ".so") {
+      EXPECT_EQ(host::elf_problem(entry.path()), "") << entry.path();
+    }
   // An executable is not a library; a text file is not ELF.
   const fs::path dir = test::scratch_dir();
   test::write_text(dir / "text.so", "not an ELF file at all, but longer than an ELF header is long: 64 bytes");

@@ -86,8 +86,12 @@ TEST_F(Gpt2_124M, ParameterNamesOrderSparsityAndInitialisation) {
   EXPECT_NEAR(std_of("h.5.mlp.c_proj.weight"), residual, 1e-4);
   for (const auto& p : params) {
     const bool bias = p.name.size() > 5 && p.name.compare(p.name.size() - 5, 5, ".bias") == 0;
-    if (bias) EXPECT_EQ(p.tensor.abs().max().item<double>(), 0.0) << p.name;
-    if (p.name.find("ln_") != std::string::npos && !bias) EXPECT_TRUE(p.tensor.eq(1.0).all().item<bool>()) << p.name;
+    if (bias) {
+      EXPECT_EQ(p.tensor.abs().max().item<double>(), 0.0) << p.name;
+    }
+    if (p.name.find("ln_") != std::string::npos && !bias) {
+      EXPECT_TRUE(p.tensor.eq(1.0).all().item<bool>()) << p.name;
+    }
   }
 }
 
@@ -164,7 +168,9 @@ TEST(Gpt2Loss, HeadIsTiedToTokenEmbedding) {
   const auto params = model->parameters();
   const auto wte = find_parameter(params, "wte.weight").tensor;
   for (const auto& p : params)
-    if (p.name != "wte.weight") EXPECT_NE(p.tensor.sizes(), wte.sizes()) << p.name;
+    if (p.name != "wte.weight") {
+      EXPECT_NE(p.tensor.sizes(), wte.sizes()) << p.name;
+    }
 
   // Inputs and targets use only ids below 100. Rows 100..199 of wte are never looked up, so any gradient
   // they get came through the softmax, i.e. through the tied head.

@@ -29,7 +29,9 @@ const fs::path& installed_prefix() {
 std::string build_out_of_tree(const fs::path& source, const fs::path& build) {
   const CommandResult configure = run_expecting_success(
       "cmake -S " + source.string() + " -B " + build.string() + " -G Ninja -DCMAKE_BUILD_TYPE=Release " +
-      "-DCMAKE_PREFIX_PATH=" + installed_prefix().string() + " -DTorch_DIR=" + std::string(GRADSWEEP_TEST_TORCH_DIR));
+      // Plugins build clean under a third party's -Wall -Wextra -Werror (docs/development.md).
+      "'-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror' -DCMAKE_PREFIX_PATH=" + installed_prefix().string() +
+      " -DTorch_DIR=" + std::string(GRADSWEEP_TEST_TORCH_DIR));
   if (configure.exit_code != 0) return configure.output;
   return configure.output + run_expecting_success("cmake --build " + build.string()).output;
 }

@@ -22,7 +22,9 @@ TEST(PsAsync, LossFallsAndStalenessIsRecorded) {
     const double mean = plugin.at("staleness_mean").get<double>(), max = plugin.at("staleness_max").get<double>();
     EXPECT_GE(max, mean);
     EXPECT_LE(max, 7.0);
-    if (s.at("step").get<int>() > 0) EXPECT_EQ(mean, 3.0) << s.dump();
+    if (s.at("step").get<int>() > 0) {
+      EXPECT_EQ(mean, 3.0) << s.dump();
+    }
     // The per-worker traffic: a gradient up and the parameters down.
     EXPECT_GT(plugin.at("ps_push_bytes_per_worker").get<double>(), 400000);
     EXPECT_GT(plugin.at("ps_pull_bytes_per_worker").get<double>(), 400000);

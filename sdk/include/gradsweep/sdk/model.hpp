@@ -37,7 +37,7 @@ struct Batch {
   // SDK 1.3: what makes a sample's randomness independent of how the global batch was split over ranks
   // and micro-batches (see sample_dropout.hpp). A 1.3 host fills them for every training micro-batch;
   // sample_ids is undefined in evaluation and from older hosts.
-  torch::Tensor sample_ids;  // (B,) int64 on the model's device: each sequence's index in the step's global batch
+  torch::Tensor sample_ids{};  // (B,) int64 on the model's device: each sequence's index in the step's global batch
   std::int64_t step = -1;    // the optimizer step the micro-batch belongs to
   std::uint64_t seed = 0;    // train.seed
 };
