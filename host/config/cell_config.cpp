@@ -194,8 +194,7 @@ void read_plugin_choices(CellConfig& config, const fs::path& base_dir, Diagnosti
 }
 
 // data and train: the shards, the steps and batches, the optimizer.
-void read_training(CellConfig& config, std::map<std::string, sdk::Options>& host, const fs::path& base_dir,
-                   Diagnostics& diag) {
+void read_training(CellConfig& config, std::map<std::string, sdk::Options>& host, const fs::path& base_dir) {
   const sdk::Options& t = host["train"];
   config.train_data = resolve_path(base_dir, host["data"].text("train"));
   config.val_data = resolve_path(base_dir, host["data"].text("val"));
@@ -252,7 +251,7 @@ CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
     diag.append(out_of_range);
     diag.throw_if_any();
   }
-  read_training(config, host, base_dir, diag);
+  read_training(config, host, base_dir);
   read_run_settings(config, host, diag, out_of_range);
   diag.throw_if_any();
   return config;
