@@ -17,8 +17,8 @@ struct JobSpec {
   std::string label;  // its directory under the workspace's jobs/, and its name in messages
   int ranks = 1;
   std::vector<std::string> overrides;  // --set KEY=VALUE
-  std::vector<std::string> flags;      // more arguments of `gradsweep train` (--stop-after N)
-  std::vector<std::string> env;        // VAR=VALUE for every rank
+  std::vector<std::string> flags{};    // more arguments of `gradsweep train` (--stop-after N)
+  std::vector<std::string> env{};      // VAR=VALUE for every rank
   double deadline_seconds = 300;
   bool again = false;  // into the directory a job with this label left (resuming its checkpoint)
 };

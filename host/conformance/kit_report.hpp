@@ -16,8 +16,8 @@ struct Finding {
   std::string property;  // the names in docs/plugins.md: "exact", "loss falls", "ranks agree", "resume", ...
   int ranks = 0;         // the job's ranks; 0 for a property not run per rank count
   Verdict verdict = Verdict::Skip;
-  std::string figure;  // "max rel |dloss| 3.1e-07", "ended in 2.4 s"
-  std::string reason;  // why it failed or was skipped
+  std::string figure{};  // "max rel |dloss| 3.1e-07", "ended in 2.4 s"
+  std::string reason{};  // why it failed or was skipped
 };
 
 struct KitReport {
@@ -25,9 +25,9 @@ struct KitReport {
   std::vector<std::string> options;  // the --set strategy.KEY=VALUE it was checked with
   std::string reference;
   int steps = 0;
-  std::vector<Finding> findings;
+  std::vector<Finding> findings{};
   double seconds = 0;
-  std::string workspace;  // kept on request (--keep), else removed; "" then
+  std::string workspace{};  // kept on request (--keep), else removed; "" then
 
   bool passed() const;  // no finding failed
 };
