@@ -218,8 +218,12 @@ TEST(ThreadRanks, CountsBytesAsTheRingWouldMoveThem) {
     EXPECT_EQ(s.payload_bytes, 16000u);
     EXPECT_EQ(s.bytes_sent, 3u * 16000u / 4u);
 
-    if (comm.rank() == 1) ASSERT_TRUE(comm.send(t, 0, 3).ok);
-    if (comm.rank() == 0) ASSERT_TRUE(comm.recv(t, 1, 3).ok);
+    if (comm.rank() == 1) {
+      ASSERT_TRUE(comm.send(t, 0, 3).ok);
+    }
+    if (comm.rank() == 0) {
+      ASSERT_TRUE(comm.recv(t, 1, 3).ok);
+    }
     s = comm.take_stats();
     EXPECT_EQ(s.bytes_sent, comm.rank() == 1 ? 4000u : 0u);
     EXPECT_EQ(s.bytes_received, comm.rank() == 0 ? 4000u : 0u);

@@ -226,7 +226,9 @@ TEST(ProjectionRun, ReportGetsPredictedColumnsAndChartsAfterARealSweep) {
     EXPECT_GT(predicted, 0);
     EXPECT_NEAR(error, predicted / measured - 1, 1e-4) << line;
     // The one-rank cell is predicted from its own breakdown, whose parts add up to its step (results.md).
-    if (row[column("strategy")] == "single") EXPECT_LT(std::fabs(error), 0.05) << line;
+    if (row[column("strategy")] == "single") {
+      EXPECT_LT(std::fabs(error), 0.05) << line;
+    }
     ++rows;
   }
   EXPECT_EQ(rows, 2);
