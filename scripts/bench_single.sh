@@ -83,6 +83,8 @@ preset_sizes() {  # n_layer n_head n_embd block_size, as plugins/models/gpt2/gpt
     gpt2-124m) echo "12 12 768 1024" ;;
     gpt2-bai-100m) echo "12 12 768 512" ;;
     gpt2-small-cpu) echo "4 4 128 128" ;;
+    gpt2-mid-cpu) echo "6 8 256 128" ;;
+    gpt2-big-cpu) echo "10 8 512 128" ;;
     gpt2-tiny) echo "2 2 64 64" ;;
     *) echo "bench_single: unknown preset '$1'" >&2; exit 2 ;;
   esac

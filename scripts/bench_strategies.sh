@@ -10,7 +10,8 @@
 # Usage: scripts/bench_strategies.sh [--ranks "2 4"] [--rounds R] [--steps S] [--threads N] [--preset P]
 #          [--batch-size B] [--micro-batch M] [--seq-len T] [--variants "V1 V2 ..."] [--out DIR]
 # Variants: ring, ring-native, dps, ps (sync), ddp, ceiling, or STRATEGY:key=value,key=value for other
-#   gradsweep options (e.g. ring:bucket_mb=1 or ring:overlap=false).
+#   gradsweep options (e.g. ring:bucket_mb=1 or ring:overlap=false). A gradsweep variant ending in @DIR runs
+#   the gradsweep binary (and plugins) in DIR instead, to compare two builds side by side: ring@/tmp/before.
 # Environment (flags win): BENCH_RANKS ("2 4"), BENCH_ROUNDS (3), BENCH_STEPS (20), BENCH_THREADS (1 per rank),
 #   BENCH_PRESET (gpt2-small-cpu), BENCH_BATCH (16), BENCH_MICRO (0 = batch / ranks), BENCH_SEQ_LEN (128),
 #   BENCH_VOCAB (257), BENCH_VARIANTS ("ring ring-native dps ps ddp ceiling"), BENCH_OUT (runs/bench-strategies),
@@ -101,7 +102,7 @@ binary_hash() { sha256sum "$gradsweep" $(plugin_files) | sha256sum | cut -c1-64;
 
 preset_block_size() {  # as plugins/models/gpt2/gpt2_config.cpp
   case "$1" in
-    gpt2-124m) echo 1024 ;; gpt2-bai-100m) echo 512 ;; gpt2-small-cpu) echo 128 ;; gpt2-tiny) echo 64 ;;
+    gpt2-124m) echo 1024 ;; gpt2-bai-100m) echo 512 ;; gpt2-small-cpu | gpt2-mid-cpu | gpt2-big-cpu) echo 128 ;; gpt2-tiny) echo 64 ;;
     *) echo "bench_strategies: unknown preset '$1'" >&2; exit 2 ;;
   esac
 }
@@ -117,7 +118,7 @@ data_abs=$(cd "$data" && pwd)
 
 # A variant's gradsweep --set arguments: aliases, or STRATEGY:key=value,... for any strategy option.
 variant_sets() {
-  local spec=$1 name opts kv
+  local spec=${1%@*} name opts kv
   case "$spec" in
     ring-native) spec="ring:algorithm=native" ;;
     ps) spec="ps:mode=sync" ;;
@@ -129,7 +130,8 @@ variant_sets() {
     for kv in ${opts//,/ }; do echo "--set strategy.$kv"; done
   fi
 }
-variant_dir() { echo "$1" | tr ':,=' '_-_'; }
+variant_dir() { echo "$1" | tr ':,=@/' '_-_+_'; }
+variant_binary() { if [ "${1#*@}" != "$1" ]; then echo "${1#*@}/gradsweep"; else echo "$gradsweep"; fi; }
 
 common_sets() {  # batch micro
   echo "--set model.preset=$preset --set model.vocab_size=$vocab --set model.block_size=$block_size"
@@ -160,7 +162,8 @@ run_gradsweep() {  # dir n variant
   rm -rf "$dir" "$dir.failed"
   # shellcheck disable=SC2046  # word splitting of the --set lists is intended
   GRADSWEEP_COMM=mpi attempt "$dir" "$3 x$n" "$mpirun" -np "$n" "${mpi_flags[@]}" \
-    "$gradsweep" train bench/gpt2_single.yaml --out "$dir" --fresh $(common_sets "$batch" "$micro") $(variant_sets "$3") \
+    "$(variant_binary "$3")" train bench/gpt2_single.yaml --out "$dir" --fresh $(common_sets "$batch" "$micro") \
+    $(variant_sets "$3") \
     && rm -rf "$dir/checkpoint"  # written at the end of every cell; not needed here
 }
 

@@ -109,6 +109,13 @@ TEST(Gpt2Presets, SmallCpuAndTinySizes) {
   EXPECT_EQ(load_model("gpt2", "preset: gpt2-tiny")->info().num_parameters, 120'576);
 }
 
+// The benchmarks' sizes over the byte corpus, as docs/models.md states them.
+TEST(Gpt2Presets, BenchmarkSizesOverBytes) {
+  EXPECT_EQ(load_model("gpt2", "preset: gpt2-small-cpu\nvocab_size: 257")->info().num_parameters, 842'624);
+  EXPECT_EQ(load_model("gpt2", "preset: gpt2-mid-cpu\nvocab_size: 257")->info().num_parameters, 4'837'632);
+  EXPECT_EQ(load_model("gpt2", "preset: gpt2-big-cpu\nvocab_size: 257")->info().num_parameters, 31'721'984);
+}
+
 TEST(Gpt2Options, SizesOverrideThePreset) {
   const auto model = load_model("gpt2", "preset: gpt2-tiny\nn_layer: 3\nblock_size: 16\nvocab_size: 100");
   const auto params = model->parameters();
