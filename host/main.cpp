@@ -35,16 +35,16 @@ int main(int argc, char** argv) {
   gradsweep::host::register_plugins_command(app);
   gradsweep::cli::register_prepare_command(app);
   gradsweep::host::register_bench_comm_command(app);
-  gradsweep::host::register_trace_command(app);  // docs/results.md, "Trace"
+  gradsweep::host::register_trace_command(app);   // docs/results.md, "Trace"
   gradsweep::cli::register_cluster_command(app);  // docs/cluster.md
   // Sweeps (docs/experiments.md).
   gradsweep::cli::register_plan_command(app);
   gradsweep::cli::register_run_command(app);
   gradsweep::cli::register_status_command(app);
   gradsweep::cli::register_report_command(app);
-  gradsweep::cli::register_project_command(app);  // docs/projection.md
+  gradsweep::cli::register_project_command(app);     // docs/projection.md
   gradsweep::cli::register_provenance_command(app);  // hidden: the Slurm batch script's
-  gradsweep::cli::register_check_command(app);  // the conformance kit (docs/plugins.md)
+  gradsweep::cli::register_check_command(app);       // the conformance kit (docs/plugins.md)
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -67,10 +67,17 @@ std::uint64_t parse_bytes(const std::string& text) {
   if (end == 0) throw std::invalid_argument("'" + text + "': expected a size such as 4096, 64KiB or 256MiB");
   std::string unit = text.substr(end);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  const std::pair<const char*, std::uint64_t> units[] = {
-      {"", 1},        {"B", 1},         {"K", 1ull << 10}, {"KB", 1ull << 10}, {"KIB", 1ull << 10},
-      {"M", 1ull << 20}, {"MB", 1ull << 20}, {"MIB", 1ull << 20}, {"G", 1ull << 30}, {"GB", 1ull << 30},
-      {"GIB", 1ull << 30}};
+  const std::pair<const char*, std::uint64_t> units[] = {{"", 1},
+                                                         {"B", 1},
+                                                         {"K", 1ull << 10},
+                                                         {"KB", 1ull << 10},
+                                                         {"KIB", 1ull << 10},
+                                                         {"M", 1ull << 20},
+                                                         {"MB", 1ull << 20},
+                                                         {"MIB", 1ull << 20},
+                                                         {"G", 1ull << 30},
+                                                         {"GB", 1ull << 30},
+                                                         {"GIB", 1ull << 30}};
   for (const auto& [name, scale] : units)
     if (unit == name) return value * scale;
   throw std::invalid_argument("'" + text + "': unknown unit '" + text.substr(end) + "' (use B, KiB, MiB or GiB)");
@@ -102,7 +109,7 @@ torch::Tensor pattern(std::int64_t count, std::int64_t first, torch::ScalarType 
 // the output; for allgather `a` is the input and `b` the output. S is nccl-tests' size.
 struct Case {
   Collective collective;
-  torch::Tensor a{}, b{};  // filled by make_case; {} keeps `Case k{c}` free of -Wmissing-field-initializers
+  torch::Tensor a{}, b{};     // filled by make_case; {} keeps `Case k{c}` free of -Wmissing-field-initializers
   std::int64_t per_rank = 0;  // reduce_scatter's output, allgather's input; allreduce: the whole count
   std::uint64_t bytes = 0;    // S
 };
@@ -196,16 +203,23 @@ class CommBench {
     const int threads = choose_threads(args_.threads, ranks_sharing_cores());
     set_compute_threads(threads);
 
-    nlohmann::json report{{"collective", args_.collective}, {"dtype", args_.dtype}, {"ranks", n},
-                          {"ranks_on_node", comm_.local_size()}, {"backend", comm_.backend()},
-                          {"iters", args_.iters}, {"warmup", args_.warmup}, {"threads", threads},
-                          {"algorithms", args_.algorithms}, {"ring_tuning", ring_tuning()},
-                          {"bus_factor", bus_factor(collective, n)}, {"results", nlohmann::json::array()}};
+    nlohmann::json report{{"collective", args_.collective},
+                          {"dtype", args_.dtype},
+                          {"ranks", n},
+                          {"ranks_on_node", comm_.local_size()},
+                          {"backend", comm_.backend()},
+                          {"iters", args_.iters},
+                          {"warmup", args_.warmup},
+                          {"threads", threads},
+                          {"algorithms", args_.algorithms},
+                          {"ring_tuning", ring_tuning()},
+                          {"bus_factor", bus_factor(collective, n)},
+                          {"results", nlohmann::json::array()}};
     if (const auto* backend = dynamic_cast<const MpiCommunicator*>(&comm_); backend != nullptr) {
       // The split hierarchical uses (GRADSWEEP_RANKS_PER_NODE's, if set); "" when its nodes are equal.
       const mpi::NodeSplit& split = backend->node_split();
-      report["hierarchical_split"] = {{"ranks_per_node", split.node_size()}, {"nodes", split.cross_size()},
-                                      {"uneven", split.uneven()}};
+      report["hierarchical_split"] = {
+          {"ranks_per_node", split.node_size()}, {"nodes", split.cross_size()}, {"uneven", split.uneven()}};
     }
     if (comm_.rank() == 0) print_header(collective, n, threads);
     for (std::uint64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
@@ -215,8 +229,7 @@ class CommBench {
       const std::vector<Figures> figures = time(k, views, collective);
       if (comm_.rank() == 0) print_row(k, figures, report);
     }
-    if (comm_.rank() == 0 && !args_.json.empty())
-      util::write_file_atomically(args_.json, report.dump(2) + "\n");
+    if (comm_.rank() == 0 && !args_.json.empty()) util::write_file_atomically(args_.json, report.dump(2) + "\n");
   }
 
  private:
@@ -230,9 +243,7 @@ class CommBench {
   // are namespaces on one machine: every rank of the job shares its cores, not only the node's. With the
   // node's count, 2 nodes on 2 cores ran 2 LibTorch threads per rank, and each of the ring's per-segment
   // reductions waited for a second thread to be scheduled: 0.05 GB/s at 1 Gbit/s instead of 0.09-0.11.
-  int ranks_sharing_cores() const {
-    return env::is_set("GRADSWEEP_CLUSTER") ? comm_.size() : comm_.local_size();
-  }
+  int ranks_sharing_cores() const { return env::is_set("GRADSWEEP_CLUSTER") ? comm_.size() : comm_.local_size(); }
 
   sdk::Communicator& view(const std::string& algorithm) {
     return sdk::collective::with_algorithm(comm_, algorithm == "ring"           ? sdk::Algorithm::Ring
@@ -312,14 +323,16 @@ class CommBench {
 
   void print_header(Collective collective, int n, int threads) const {
     const nlohmann::json tuning = ring_tuning();
-    std::cout << fmt::format("# gradsweep bench comm: {} of {} on {} ranks ({}, {} on this node), {} iterations after "
-                             "{} warm-up, {} compute thread(s) per rank\n",
-                             args_.collective, args_.dtype, n, comm_.backend(), comm_.local_size(), args_.iters,
-                             args_.warmup, threads)
-              << fmt::format("# ring: {} segments, lookahead {}; time = slowest rank's mean; algbw = S/time; "
-                             "busbw = algbw x {:.3f}; GB/s = 1e9 B/s\n",
-                             human_bytes(tuning["segment_bytes"].get<std::uint64_t>()), tuning["lookahead"].get<int>(),
-                             bus_factor(collective, n));
+    std::cout << fmt::format(
+                     "# gradsweep bench comm: {} of {} on {} ranks ({}, {} on this node), {} iterations after "
+                     "{} warm-up, {} compute thread(s) per rank\n",
+                     args_.collective, args_.dtype, n, comm_.backend(), comm_.local_size(), args_.iters, args_.warmup,
+                     threads)
+              << fmt::format(
+                     "# ring: {} segments, lookahead {}; time = slowest rank's mean; algbw = S/time; "
+                     "busbw = algbw x {:.3f}; GB/s = 1e9 B/s\n",
+                     human_bytes(tuning["segment_bytes"].get<std::uint64_t>()), tuning["lookahead"].get<int>(),
+                     bus_factor(collective, n));
     std::string head = fmt::format("# {:>12} {:>12}", "size(B)", "elements");
     for (const std::string& a : args_.algorithms)
       head += fmt::format(" | {:>8} {:>10} {:>7} {:>7}", a, "time(us)", "algbw", "busbw");
@@ -376,7 +389,8 @@ void register_bench_comm_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--iters", args->iters, "Timed iterations per size and algorithm")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed iterations first")->capture_default_str();
-  cmd->add_option("--algorithms", args->algorithms, "native, ring, hierarchical (comma-separated; default native,ring, "
+  cmd->add_option("--algorithms", args->algorithms,
+                  "native, ring, hierarchical (comma-separated; default native,ring, "
                   "plus hierarchical on more than one node or with GRADSWEEP_RANKS_PER_NODE)")
       ->delimiter(',')
       ->check(CLI::IsMember({"native", "ring", "hierarchical"}))

@@ -39,7 +39,8 @@ std::string describe(const ClusterSpec& s) {
   std::snprintf(dilation, sizeof dilation, "%.3g", s.dilation);
   return s.name + ": " + std::to_string(s.nodes) + " node(s) x " + std::to_string(s.ranks_per_node) +
          " rank(s), link " + format_bandwidth(s.link_bits_per_second) + ", dilation " + dilation + " (" +
-         s.dilation_source + ") -> shaped at " + format_bandwidth(s.shaped_bits_per_second()) + ", subnet " + s.subnet();
+         s.dilation_source + ") -> shaped at " + format_bandwidth(s.shaped_bits_per_second()) + ", subnet " +
+         s.subnet();
 }
 
 void up(const UpArgs& a) {
@@ -62,10 +63,10 @@ void up(const UpArgs& a) {
   spec = bring_up(spec);
   std::cout << "cluster " << describe(spec) << "\n"
             << "state: " << state_dir(spec.name).string() << "/cluster.json\n"
-            << "run on it:  gradsweep cluster exec " << spec.name << " -- mpirun -np " << spec.nodes * spec.ranks_per_node
-            << " ...\n"
-            << "or:         mpirun " << shell_line(mpirun_arguments(spec)) << " -np " << spec.nodes * spec.ranks_per_node
-            << " ...\n"
+            << "run on it:  gradsweep cluster exec " << spec.name << " -- mpirun -np "
+            << spec.nodes * spec.ranks_per_node << " ...\n"
+            << "or:         mpirun " << shell_line(mpirun_arguments(spec)) << " -np "
+            << spec.nodes * spec.ranks_per_node << " ...\n"
             << "remove it:  gradsweep cluster down " << spec.name << std::endl;
 }
 
@@ -101,8 +102,9 @@ void register_cluster_command(CLI::App& app) {
   up_cmd->add_option("--link-bandwidth", up_args->bandwidth, "Each node's link rate, both ways: 100mbit, 1Gbit, 10Gbit")
       ->required();
   up_cmd->add_option("--name", up_args->name, "Cluster name, 1-7 of [a-z0-9] (default: the first free c0, c1, ...)");
-  up_cmd->add_option("--dilation", up_args->dilation,
-                     "Time-dilation factor F >= 1 (links shaped at rate / F), or auto to measure it")
+  up_cmd
+      ->add_option("--dilation", up_args->dilation,
+                   "Time-dilation factor F >= 1 (links shaped at rate / F), or auto to measure it")
       ->capture_default_str();
   up_cmd->callback([up_args] { up(*up_args); });
 
@@ -127,7 +129,8 @@ void register_cluster_command(CLI::App& app) {
   auto exec_name = std::make_shared<std::string>();
   auto command = std::make_shared<std::vector<std::string>>();
   CLI::App* exec_cmd = cluster->add_subcommand(
-      "exec", "Run a command (e.g. mpirun -np N ...) with the cluster's MPI settings: gradsweep cluster exec NAME -- CMD");
+      "exec",
+      "Run a command (e.g. mpirun -np N ...) with the cluster's MPI settings: gradsweep cluster exec NAME -- CMD");
   exec_cmd->add_option("name", *exec_name, "Cluster name")->required();
   exec_cmd->add_option("command", *command, "The command, after --")->required();
   exec_cmd->callback([exec_name, command] {

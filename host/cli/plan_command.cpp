@@ -29,7 +29,8 @@ std::string resources(const PlannedCell& cell) {
 
 void register_plan_command(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
-  CLI::App* cmd = app.add_subcommand("plan", "Validate an experiment and list its cells, their resources and which are done");
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Validate an experiment and list its cells, their resources and which are done");
   cmd->add_option("experiment", args->experiment, "Experiment file (YAML); see docs/experiments.md")
       ->required()
       ->check(CLI::ExistingFile);
@@ -38,7 +39,8 @@ void register_plan_command(CLI::App& app) {
   cmd->add_option("--max-cells", args->max_cells, "Refuse a sweep of more cells than this (default 10000)")
       ->check(CLI::PositiveNumber);
   cmd->callback([args] {
-    const LoadedSweep sweep = load_sweep(args->experiment, args->out, args->overrides, args->max_cells, CellFiles::Skip);
+    const LoadedSweep sweep =
+        load_sweep(args->experiment, args->out, args->overrides, args->max_cells, CellFiles::Skip);
     const SweepPlan& plan = sweep.plan;
     std::map<std::string, int> counts;
     std::cout << "experiment " << plan.name << " -> " << plan.out_dir.string() << "\n";

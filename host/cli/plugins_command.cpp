@@ -76,11 +76,15 @@ nlohmann::json capabilities_json(const PluginRecord& p) {
 }
 
 nlohmann::json plugin_json(const PluginRecord& p) {
-  return {{"name", p.name},       {"kind", sdk::to_string(p.kind)},
-          {"version", p.version}, {"abi", abi_of(*p.descriptor)},
+  return {{"name", p.name},
+          {"kind", sdk::to_string(p.kind)},
+          {"version", p.version},
+          {"abi", abi_of(*p.descriptor)},
           {"build", describe(p.descriptor->build)},
-          {"summary", p.summary}, {"path", p.path.string()},
-          {"options", options_json(p)}, {"capabilities", capabilities_json(p)}};
+          {"summary", p.summary},
+          {"path", p.path.string()},
+          {"options", options_json(p)},
+          {"capabilities", capabilities_json(p)}};
 }
 
 // Help text wrapped to the terminal's usual width, each line indented under its key.
@@ -132,8 +136,10 @@ void print_details(const PluginRecord& p) {
 void print_table(const std::vector<fs::path>& search, const PluginRegistry& registry) {
   std::cout << "search path:";
   for (const auto& d : search) std::cout << ' ' << d.string();
-  std::cout << "\n\n" << std::left << std::setw(10) << "KIND" << std::setw(14) << "NAME" << std::setw(10)
-            << "VERSION" << std::setw(6) << "ABI" << "PATH\n";
+  std::cout << "\n\n"
+            << std::left << std::setw(10) << "KIND" << std::setw(14) << "NAME" << std::setw(10) << "VERSION"
+            << std::setw(6) << "ABI"
+            << "PATH\n";
   for (const auto& p : registry.plugins())
     std::cout << std::setw(10) << sdk::to_string(p.kind) << std::setw(14) << p.name << std::setw(10) << p.version
               << std::setw(6) << abi_of(*p.descriptor) << p.path.string() << "\n    " << p.summary << "\n";

@@ -12,8 +12,8 @@ namespace {
 void print_summary(const data::PrepareResult& r, std::ostream& out) {
   out << "prepared " << r.train_documents + r.val_documents << " documents from " << r.sources.size()
       << " file(s) with the " << r.tokenizer << " tokenizer (vocab size " << r.vocab_size << ")\n"
-      << "  train: " << r.train_tokens << " tokens, " << r.train_documents << " documents -> "
-      << r.train_path.string() << "\n"
+      << "  train: " << r.train_tokens << " tokens, " << r.train_documents << " documents -> " << r.train_path.string()
+      << "\n"
       << "  val:   " << r.val_tokens << " tokens, " << r.val_documents << " documents -> " << r.val_path.string()
       << "\n"
       << "  tokenizer: " << r.tokenizer_path.string() << "\n"

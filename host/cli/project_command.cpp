@@ -26,7 +26,8 @@ std::pair<std::string, std::string> link_class(const std::string& text, const ch
   const auto eq = text.find('=');
   const std::string name = text.substr(0, eq);
   if (eq == std::string::npos || (name != "intra" && name != "inter"))
-    throw std::invalid_argument(std::string(option) + " '" + text + "': expected intra=" + value + " or inter=" + value);
+    throw std::invalid_argument(std::string(option) + " '" + text + "': expected intra=" + value +
+                                " or inter=" + value);
   return {name, text.substr(eq + 1)};
 }
 
@@ -61,16 +62,18 @@ void print_link(const char* name, const LinkModel& l) {
   if (!l.valid()) return;
   std::printf("%s-node link: alpha %.3g us, beta %.4g GB/s (%s)", name, l.alpha_s * 1e6, l.beta_bytes_per_s / 1e9,
               l.source.c_str());
-  if (!l.points.empty()) std::printf("; rms residual %.3g ms over %zu points", l.rms_residual_s() * 1e3, l.points.size());
+  if (!l.points.empty())
+    std::printf("; rms residual %.3g ms over %zu points", l.rms_residual_s() * 1e3, l.points.size());
   std::printf("\n");
 }
 }  // namespace
 
 void register_project_command(CLI::App& app) {
   auto args = std::make_shared<ProjectArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "project", "Predict every cell's tokens/s and step breakdown, and the sweep at node counts not run "
-                 "(docs/projection.md)");
+  CLI::App* cmd =
+      app.add_subcommand("project",
+                         "Predict every cell's tokens/s and step breakdown, and the sweep at node counts not run "
+                         "(docs/projection.md)");
   cmd->add_option("experiment", args->experiment, "Experiment file (YAML), or the output directory of its run")
       ->required()
       ->check(CLI::ExistingPath);
@@ -82,29 +85,35 @@ void register_project_command(CLI::App& app) {
   cmd->add_option("--bench", args->bench,
                   "intra=FILE or inter=FILE: a `gradsweep bench comm --json` output to fit that link's alpha-beta "
                   "model to (repeatable; files of one link are fitted together)");
-  cmd->add_option("--links", args->links, "intra=RATE[@LATENCY] or inter=RATE[@LATENCY], e.g. inter=10Gbit@20us: a "
+  cmd->add_option("--links", args->links,
+                  "intra=RATE[@LATENCY] or inter=RATE[@LATENCY], e.g. inter=10Gbit@20us: a "
                   "link given, over any fit")
       ->delimiter(',');
   cmd->add_option("--link-fit", args->link_fit, "Read the links from this file (default: DIR/link_fit.json)");
   cmd->add_option("--algorithm", args->algorithm, "The allreduce algorithm of the bench files to fit")
       ->check(CLI::IsMember({"ring", "native", "hierarchical"}))
       ->capture_default_str();
-  cmd->add_option("--compute", args->compute, "own: each configuration's compute from its own one-rank cell (default); "
+  cmd->add_option("--compute", args->compute,
+                  "own: each configuration's compute from its own one-rank cell (default); "
                   "pooled: the median over the one-rank cells of the same model, batch and precision")
       ->check(CLI::IsMember({"own", "pooled"}));
-  cmd->add_option("--cores", args->cores, "Cores per node of the projected configurations (default: the machine's "
+  cmd->add_option("--cores", args->cores,
+                  "Cores per node of the projected configurations (default: the machine's "
                   "the one-rank cells ran on)")
       ->check(CLI::PositiveNumber);
   cmd->callback([args] {
     experiment::SweepPlan plan;
     if (fs::is_directory(args->experiment)) {
       if (!fs::exists(fs::path(args->experiment) / "plan.json"))
-        throw std::invalid_argument(args->experiment + " holds no sweep (no plan.json): give the experiment file, or "
-                                    "run it first: `gradsweep run EXP.yaml --out " + args->experiment + "`");
+        throw std::invalid_argument(args->experiment +
+                                    " holds no sweep (no plan.json): give the experiment file, or "
+                                    "run it first: `gradsweep run EXP.yaml --out " +
+                                    args->experiment + "`");
       plan = experiment::read_plan(args->experiment);
     } else {
       plan = experiment::load_sweep(args->experiment, args->out, args->overrides, experiment::kDefaultMaxCells,
-                                    experiment::CellFiles::Skip).plan;
+                                    experiment::CellFiles::Skip)
+                 .plan;
     }
     const ProjectionSetup setup = make_setup(*args, plan.out_dir);
     // Stored for `gradsweep report` when something was given; a projection without links writes none.
@@ -114,20 +123,21 @@ void register_project_command(CLI::App& app) {
       util::write_file_atomically(plan.out_dir / kLinkFitFile, setup_to_json(setup).dump(2) + "\n");
     }
     // The sweep as the commands in messages name it.
-    const std::string sweep = fs::is_directory(args->experiment)
-                                  ? (fs::path(args->experiment) / "experiment.yaml").string() + " --out " + args->experiment
-                                  : args->experiment + (args->out.empty() ? "" : " --out " + args->out);
+    const std::string sweep =
+        fs::is_directory(args->experiment)
+            ? (fs::path(args->experiment) / "experiment.yaml").string() + " --out " + args->experiment
+            : args->experiment + (args->out.empty() ? "" : " --out " + args->out);
     const Projection p = project(plan, setup, sweep);
     util::write_file_atomically(plan.out_dir / "projection.json", to_json(p, plan).dump(2) + "\n");
     print_link("intra", setup.intra);
     print_link("inter", setup.inter);
     std::cout << "\n" << markdown(p, plan);
     // The configurations at the node counts asked: tokens/s per line.
-    std::cout << "\nProjected tokens/s (" << (setup.inter.valid() ? "" : "no inter-node link: ") << "one node per machine):\n";
+    std::cout << "\nProjected tokens/s (" << (setup.inter.valid() ? "" : "no inter-node link: ")
+              << "one node per machine):\n";
     for (std::size_t l = 0; l < p.measurements.lines.size(); ++l) {
       std::cout << "  " << p.measurements.lines[l].label << ":";
-      for (const auto& point : p.curves[l])
-        std::printf(" %d:%.0f", point.nodes, point.prediction.tokens_per_s);
+      for (const auto& point : p.curves[l]) std::printf(" %d:%.0f", point.nodes, point.prediction.tokens_per_s);
       std::cout << "\n";
     }
     const fs::path out = fs::absolute(plan.out_dir).lexically_normal();

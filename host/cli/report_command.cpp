@@ -33,8 +33,8 @@ void register_report_command(CLI::App& app) {
     const Report report = write_report(read_plan(args->dir), options);
     std::cout << report.markdown_table << "\n" << report.comparison_markdown;
     const auto out = std::filesystem::absolute(args->dir).lexically_normal();
-    std::cout << "results: " << (out / "results.csv").string() << "\nreport:  " << (out / "report.md").string()
-              << " (" << report.plots.size() << " plots in " << (out / "plots").string() << ")\n";
+    std::cout << "results: " << (out / "results.csv").string() << "\nreport:  " << (out / "report.md").string() << " ("
+              << report.plots.size() << " plots in " << (out / "plots").string() << ")\n";
     if (!report.plot_problem.empty()) std::cerr << "warning: " << report.plot_problem << "\n";
     for (const auto& w : report.warnings) std::cerr << "warning: " << w << "\n";
   });

@@ -99,14 +99,16 @@ std::vector<PlannedCell> cells_to_run(const SweepPlan& plan, const RunArgs& args
 }
 
 int run_sweep(const RunArgs& args) {
-  if (args.force && args.retry_failed) throw std::runtime_error("--force already reruns every cell; drop --retry-failed");
+  if (args.force && args.retry_failed)
+    throw std::runtime_error("--force already reruns every cell; drop --retry-failed");
   const LoadedSweep sweep = load_sweep(args.experiment, args.out, args.overrides, args.max_cells);
   const SweepPlan& plan = sweep.plan;
   if (args.launcher == "slurm")
     for (const auto& cell : plan.cells)
       if (cell.emulated.enabled)
-        throw std::runtime_error("launcher.name: emulated: cells on an emulated cluster run on this machine, not "
-                                 "through Slurm; drop --launcher slurm (or set launcher.name: local)");
+        throw std::runtime_error(
+            "launcher.name: emulated: cells on an emulated cluster run on this machine, not "
+            "through Slurm; drop --launcher slurm (or set launcher.name: local)");
   const RunLock lock(plan.out_dir);  // before anything in DIR is written
   std::string experiment_text = sweep.experiment.text;
   for (const auto& o : args.overrides) experiment_text += "\n# --set " + o;
@@ -136,13 +138,14 @@ int run_sweep(const RunArgs& args) {
   }
   const Report report = write_report(plan);
   std::cout << report.markdown_table << "\n";
-  std::cerr << "results: " << (plan.out_dir / "results.csv").string() << ", report: "
-            << (plan.out_dir / "report.md").string() << "\n";
+  std::cerr << "results: " << (plan.out_dir / "results.csv").string()
+            << ", report: " << (plan.out_dir / "report.md").string() << "\n";
   if (!report.plot_problem.empty()) std::cerr << "warning: " << report.plot_problem << "\n";
   for (const auto& w : report.warnings) std::cerr << "warning: " << w << "\n";
   std::cerr << "this run: " << result.ok << " ok, " << result.failed << " failed, " << result.timeout << " timeout, "
             << result.interrupted << " interrupted";
-  if (result.submitted > 0) std::cerr << ", " << result.submitted << " submitted (`gradsweep status " << plan.out_dir.string() << "`)";
+  if (result.submitted > 0)
+    std::cerr << ", " << result.submitted << " submitted (`gradsweep status " << plan.out_dir.string() << "`)";
   std::cerr << "\n";
   if (g_stop.load() || result.interrupted > 0) {
     std::cerr << "stopped: run the same command again to resume\n";
@@ -160,7 +163,9 @@ void register_run_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--out,-o", args->out, "Output directory (default: runs/<experiment name>)");
-  cmd->add_option("--launcher", args->launcher, "local (mpirun on this machine; cells with launcher.name: emulated on an emulated cluster) or slurm (job arrays)")
+  cmd->add_option("--launcher", args->launcher,
+                  "local (mpirun on this machine; cells with launcher.name: emulated on an emulated cluster) or slurm "
+                  "(job arrays)")
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_option("--set", args->overrides, "Override a key of the experiment file: --set train.steps=50 (repeatable)");
   cmd->add_option("--max-cells", args->max_cells, "Refuse a sweep of more cells than this (default 10000)")
@@ -168,8 +173,10 @@ void register_run_command(CLI::App& app) {
   cmd->add_flag("--retry-failed", args->retry_failed, "Also rerun cells that failed or timed out");
   cmd->add_flag("--force", args->force, "Rerun every cell from scratch, done or not");
   cmd->add_flag("--fail-fast", args->fail_fast, "Stop at the first failed cell");
-  cmd->add_flag("--dry-run", args->dry_run, "Write the cells' configurations and commands (slurm: scripts), run nothing");
-  cmd->add_flag("--no-wait", args->no_wait, "slurm: return once the jobs are submitted (`gradsweep status DIR` follows)");
+  cmd->add_flag("--dry-run", args->dry_run,
+                "Write the cells' configurations and commands (slurm: scripts), run nothing");
+  cmd->add_flag("--no-wait", args->no_wait,
+                "slurm: return once the jobs are submitted (`gradsweep status DIR` follows)");
   cmd->callback([args] {
     const int code = run_sweep(*args);
     if (code != 0) throw CLI::RuntimeError(code);

@@ -13,7 +13,8 @@ using namespace gradsweep::experiment;
 
 void register_status_command(CLI::App& app) {
   auto dir = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("status", "Show the progress of a sweep (its output directory), also while it runs");
+  CLI::App* cmd =
+      app.add_subcommand("status", "Show the progress of a sweep (its output directory), also while it runs");
   cmd->add_option("dir", *dir, "Output directory of `gradsweep run`")->required()->check(CLI::ExistingDirectory);
   cmd->callback([dir] {
     const SweepPlan plan = read_plan(*dir);

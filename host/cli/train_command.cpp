@@ -107,8 +107,7 @@ void log_communicator(const JobCommunicator& job) {
   const int level = mpi::ensure_initialized();
   spdlog::info("communicator: mpi, rank {} of {} ({} of {} on this node), {}", comm.rank(), comm.size(),
                comm.local_rank(), comm.local_size(), mpi::thread_level_name(level));
-  if (!job.launched_by_mpi)
-    spdlog::info("no MPI launcher started this process: MPI runs as a singleton (one rank)");
+  if (!job.launched_by_mpi) spdlog::info("no MPI launcher started this process: MPI runs as a singleton (one rank)");
   if (!mpi::is_thread_multiple(level))
     spdlog::warn("MPI granted {} only: strategies must not call the communicator from more than one thread at once",
                  mpi::thread_level_name(level));
@@ -139,11 +138,11 @@ void train(const TrainArgs& args, CellConfig config, const JobCommunicator& job)
   if (summary["status"] != "ok") return;
   if (comm.rank() == 0)
     std::cout << "summary: " << summary["model"].get<std::string>() << " / " << summary["strategy"].get<std::string>()
-              << " x" << summary["world_size"] << ": final train loss " << summary["final_train_loss"]
-              << ", val loss " << summary["val_loss"] << " (ppl " << summary["val_ppl"] << "), "
+              << " x" << summary["world_size"] << ": final train loss " << summary["final_train_loss"] << ", val loss "
+              << summary["val_loss"] << " (ppl " << summary["val_ppl"] << "), "
               << summary["tokens_per_sec"].get<double>() << " tokens/s, MFU " << summary["mfu"].get<double>()
-              << (summary["mfu_flag"] == "" ? "" : " (" + summary["mfu_flag"].get<std::string>() + ")")
-              << " -> " << (out / "summary.json").string() << std::endl;
+              << (summary["mfu_flag"] == "" ? "" : " (" + summary["mfu_flag"].get<std::string>() + ")") << " -> "
+              << (out / "summary.json").string() << std::endl;
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ std::uint64_t parse_bandwidth(const std::string& text, const std::string& key) {
   if (unit.find("bps") != std::string::npos || unit.find("/s") != std::string::npos ||
       unit.find("byte") != std::string::npos || (!unit.empty() && unit.back() == 'b'))
     throw bad(key, text, "looks like bytes per second, which gradsweep does not take (tc's 'mbps' is MB/s)");
-  const std::pair<const char*, double> units[] = {{"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}, {"tbit", 1e12}};
+  const std::pair<const char*, double> units[] = {
+      {"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}, {"tbit", 1e12}};
   for (const auto& [name, scale] : units) {
     if (unit != name) continue;
     const double bits = std::round(value * scale);

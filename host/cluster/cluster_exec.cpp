@@ -63,7 +63,8 @@ int exec_on_cluster(const ClusterSpec& spec, const std::vector<std::string>& com
   }
   g_child = 0;
   const int left = kill_processes_in(spec);
-  if (left > 0) std::cerr << "cluster exec: killed " << left << " process(es) left inside cluster " << spec.name << "\n";
+  if (left > 0)
+    std::cerr << "cluster exec: killed " << left << " process(es) left inside cluster " << spec.name << "\n";
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -31,8 +31,9 @@ int free_subnet() {
   for (const std::string& name : clusters_up()) taken.push_back(load_cluster(name).subnet_index);
   const int k = choose_subnet(taken, root_addresses_and_routes());
   if (k < 0)
-    throw std::runtime_error("cluster up: every subnet 10.213.1-254.0/24 is taken or overlaps a network of this "
-                             "machine; bring a cluster down first");
+    throw std::runtime_error(
+        "cluster up: every subnet 10.213.1-254.0/24 is taken or overlaps a network of this "
+        "machine; bring a cluster down first");
   return k;
 }
 
@@ -46,8 +47,8 @@ ClusterSpec bring_up(ClusterSpec spec, std::unique_ptr<OwnerLock>* owner) {
   if (spec.name.empty()) spec.name = free_name();
   validate(spec);
   if (fs::exists(state_dir(spec.name) / "cluster.json"))
-    throw std::runtime_error("--name: cluster '" + spec.name + "' is already up; `gradsweep cluster down " +
-                             spec.name + "` first, or pick another name");
+    throw std::runtime_error("--name: cluster '" + spec.name + "' is already up; `gradsweep cluster down " + spec.name +
+                             "` first, or pick another name");
   spec.subnet_index = free_subnet();
   fs::create_directories(state_dir(spec.name));
   try {

@@ -15,8 +15,12 @@ namespace {
 // 10 ms of traffic (at least 64 KiB) is comfortably above that and small next to a collective's bytes.
 std::vector<std::string> tbf(const std::string& device, std::uint64_t bits_per_second) {
   const std::uint64_t burst = std::max<std::uint64_t>(64 * 1024, bits_per_second / 8 / 100);
-  return {"qdisc", "replace", "dev", device, "root", "tbf", "rate", std::to_string(bits_per_second) + "bit",
-          "burst", std::to_string(burst), "latency", "50ms"};
+  return {"qdisc",   "replace",
+          "dev",     device,
+          "root",    "tbf",
+          "rate",    std::to_string(bits_per_second) + "bit",
+          "burst",   std::to_string(burst),
+          "latency", "50ms"};
 }
 
 std::vector<std::string> in_namespace(const std::string& ns, std::vector<std::string> argv) {

@@ -26,11 +26,13 @@ std::string ClusterSpec::veth_name(int node) const { return object_prefix() + "v
 std::string ClusterSpec::peer_name(int node) const { return object_prefix() + "p" + std::to_string(node); }
 
 void validate_name(const std::string& name) {
-  const bool ok = !name.empty() && name.size() <= kMaxNameLength &&
-                  std::all_of(name.begin(), name.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); });
+  const bool ok = !name.empty() && name.size() <= kMaxNameLength && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  });
   if (!ok)
-    throw std::invalid_argument("--name: '" + name + "' must be 1 to " + std::to_string(kMaxNameLength) +
-                                " lower-case letters or digits (it becomes part of interface names, 15 characters at most)");
+    throw std::invalid_argument(
+        "--name: '" + name + "' must be 1 to " + std::to_string(kMaxNameLength) +
+        " lower-case letters or digits (it becomes part of interface names, 15 characters at most)");
 }
 
 void validate(const ClusterSpec& spec) {
@@ -83,12 +85,14 @@ ClusterSpec load_cluster(const std::string& name) {
   validate_name(name);
   const fs::path file = state_dir(name) / "cluster.json";
   std::ifstream in(file);
-  if (!in) throw std::runtime_error("cluster '" + name + "' is not up (no " + file.string() + "); see `gradsweep cluster list`");
+  if (!in)
+    throw std::runtime_error("cluster '" + name + "' is not up (no " + file.string() +
+                             "); see `gradsweep cluster list`");
   try {
     return spec_from_json(nlohmann::json::parse(in));
   } catch (const std::exception& e) {
-    throw std::runtime_error(file.string() + ": unreadable cluster state (" + e.what() +
-                             "); `gradsweep cluster down " + name + "` removes it");
+    throw std::runtime_error(file.string() + ": unreadable cluster state (" + e.what() + "); `gradsweep cluster down " +
+                             name + "` removes it");
   }
 }
 

@@ -55,9 +55,12 @@ void write_mpi_access(const ClusterSpec& s) {
   // shared-memory segments after the host name, and nodes sharing one collided (ranks crashed in vader).
   const std::string agent =
       "#!/bin/sh\n"
-      "# gradsweep cluster " + s.name + ": Open MPI's rsh agent; runs the command inside the node's namespace.\n"
+      "# gradsweep cluster " +
+      s.name +
+      ": Open MPI's rsh agent; runs the command inside the node's namespace.\n"
       "host=\"$1\"; shift\n"
-      "case \"$host\" in " + s.object_prefix() + "n*) ;; *) echo \"gradsweep cluster " + s.name +
+      "case \"$host\" in " +
+      s.object_prefix() + "n*) ;; *) echo \"gradsweep cluster " + s.name +
       ": '$host' is not one of its nodes\" >&2; exit 1;; esac\n"
       "exec ip netns exec \"$host\" unshare --uts /bin/sh -c \"hostname $host && $*\"\n";
   util::write_file_atomically(agent_path(s), agent);
@@ -69,7 +72,8 @@ void write_mpi_access(const ClusterSpec& s) {
   remove_host_entries(s.name);
   std::string hosts = read_hosts();
   if (!hosts.empty() && hosts.back() != '\n') hosts += '\n';
-  for (int i = 0; i < s.nodes; ++i) hosts += s.node_address(i) + " " + s.node_name(i) + " " + kHostsMarker + s.name + "\n";
+  for (int i = 0; i < s.nodes; ++i)
+    hosts += s.node_address(i) + " " + s.node_name(i) + " " + kHostsMarker + s.name + "\n";
   write_hosts(hosts);
 }
 
@@ -101,9 +105,20 @@ std::vector<std::string> clusters_in_hosts_file() {
 }
 
 std::vector<std::string> mpirun_arguments(const ClusterSpec& s) {
-  return {"--hostfile", hostfile_path(s).string(), "--mca", "plm_rsh_agent", agent_path(s).string(),
-          "--mca", "btl", "tcp,self,vader", "--mca", "btl_tcp_if_include", s.subnet(),
-          "--mca", "oob_tcp_if_include", s.subnet()};
+  return {"--hostfile",
+          hostfile_path(s).string(),
+          "--mca",
+          "plm_rsh_agent",
+          agent_path(s).string(),
+          "--mca",
+          "btl",
+          "tcp,self,vader",
+          "--mca",
+          "btl_tcp_if_include",
+          s.subnet(),
+          "--mca",
+          "oob_tcp_if_include",
+          s.subnet()};
 }
 
 std::map<std::string, std::string> mpirun_environment(const ClusterSpec& s) {

@@ -117,7 +117,8 @@ std::string find_on_path(const std::string& tool) {
 
 void require_network_admin(const std::string& action) {
   // unshare gives each node its own host name when Open MPI starts processes there (mpi_access.cpp).
-  const std::pair<const char*, const char*> tools[] = {{"ip", "iproute2"}, {"tc", "iproute2"}, {"unshare", "util-linux"}};
+  const std::pair<const char*, const char*> tools[] = {
+      {"ip", "iproute2"}, {"tc", "iproute2"}, {"unshare", "util-linux"}};
   for (const auto& [tool, package] : tools)
     if (find_on_path(tool).empty())
       throw std::runtime_error(action + " needs `" + tool + "` (" + package + ") on PATH, and it is not there (PATH=" +
@@ -127,9 +128,11 @@ void require_network_admin(const std::string& action) {
   if (!has_capability(kCapNetAdmin)) missing += "CAP_NET_ADMIN";
   if (!has_capability(kCapSysAdmin)) missing += std::string(missing.empty() ? "" : " and ") + "CAP_SYS_ADMIN";
   if (!missing.empty())
-    throw std::runtime_error(action + " needs root: network namespaces, veth links and tc shaping need CAP_NET_ADMIN "
-                             "and CAP_SYS_ADMIN, and this process (uid " + std::to_string(::geteuid()) + ") lacks " +
-                             missing + "; run it with sudo; nothing was made");
+    throw std::runtime_error(action +
+                             " needs root: network namespaces, veth links and tc shaping need CAP_NET_ADMIN "
+                             "and CAP_SYS_ADMIN, and this process (uid " +
+                             std::to_string(::geteuid()) + ") lacks " + missing +
+                             "; run it with sudo; nothing was made");
 }
 
 }  // namespace gradsweep::cluster

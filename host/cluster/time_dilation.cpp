@@ -31,7 +31,8 @@ double timed(int workers) {
   std::vector<float> sinks(static_cast<std::size_t>(workers));
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
-  for (int w = 0; w < workers; ++w) threads.emplace_back([&sinks, w] { sinks[static_cast<std::size_t>(w)] = matmul_loop(); });
+  for (int w = 0; w < workers; ++w)
+    threads.emplace_back([&sinks, w] { sinks[static_cast<std::size_t>(w)] = matmul_loop(); });
   for (std::thread& t : threads) t.join();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -26,7 +26,7 @@ constexpr const char* kRequestFile = "dump-requested";
 constexpr const char* kVerdictFile = "verdict.json";
 
 std::mutex settings_mutex;
-fs::path dump_dir;  // guarded by settings_mutex
+fs::path dump_dir;                      // guarded by settings_mutex
 std::atomic<int> configured_check{-1};  // -1: not configured
 
 std::mutex live_mutex;
@@ -99,9 +99,7 @@ fs::path directory() {
 
 void set_configured_check(bool on) { configured_check = on ? 1 : 0; }
 
-bool check_collectives() {
-  return env::flag("GRADSWEEP_CHECK_COLLECTIVES").value_or(configured_check == 1);
-}
+bool check_collectives() { return env::flag("GRADSWEEP_CHECK_COLLECTIVES").value_or(configured_check == 1); }
 
 void write_verdict(const std::string& kind, const std::string& summary, const std::string& message) {
   const fs::path dir = directory();

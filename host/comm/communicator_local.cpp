@@ -47,7 +47,9 @@ class LocalCommunicator final : public HostCommunicator {
   sdk::Status recv(torch::Tensor&, int src, int) noexcept override {
     return sdk::Status::Error("recv from rank " + std::to_string(src) + ": a one-rank job has no peers");
   }
-  sdk::Status barrier() noexcept override { return counted(0, [] {}); }
+  sdk::Status barrier() noexcept override {
+    return counted(0, [] {});
+  }
   sdk::Status allreduce_async(torch::Tensor& tensor, sdk::ReduceOp,
                               std::unique_ptr<sdk::Request>* request) noexcept override {
     if (request == nullptr) return sdk::Status::Error("allreduce_async: request is null");

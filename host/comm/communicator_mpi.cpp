@@ -27,10 +27,10 @@
 namespace gradsweep::host {
 namespace {
 
+using mpi::Buffer;
 using mpi::buffer_of;
 using mpi::check_mpi;
 using mpi::describe;
-using mpi::Buffer;
 
 // A rank that waits this long inside one call is taken to be hung (GRADSWEEP_COMM_TIMEOUT overrides).
 constexpr double kDefaultTimeoutSeconds = 600.0;
@@ -48,24 +48,24 @@ MPI_Comm duplicate_world() {
 
 // A positive integer from the environment, or `fallback` when unset: the ring's tuning knobs, for
 // benchmarks (docs/communicators.md). Every rank must see the same value (mpirun -x).
-long env_positive(const char* name, long fallback) {
-  return env::positive_integer(name, LONG_MAX).value_or(fallback);
-}
+long env_positive(const char* name, long fallback) { return env::positive_integer(name, LONG_MAX).value_or(fallback); }
 
 }  // namespace
 
 MpiCommunicator::MpiCommunicator()
     : check_(forensics::check_collectives()),
       forensics_("mpi"),
-      timeout_(std::chrono::duration<double>(comm_timeout_seconds(kDefaultTimeoutSeconds)),
-               [this](const std::string& what, double waited) { on_timeout(what, waited); },
-               [this] { forensics_.poll_requests(); }) {
+      timeout_(
+          std::chrono::duration<double>(comm_timeout_seconds(kDefaultTimeoutSeconds)),
+          [this](const std::string& what, double waited) { on_timeout(what, waited); },
+          [this] { forensics_.poll_requests(); }) {
   mpi::ensure_initialized();
-  ring_tuning_.segment_bytes =
-      static_cast<std::size_t>(env_positive("GRADSWEEP_RING_SEGMENT_BYTES", static_cast<long>(ring_tuning_.segment_bytes)));
+  ring_tuning_.segment_bytes = static_cast<std::size_t>(
+      env_positive("GRADSWEEP_RING_SEGMENT_BYTES", static_cast<long>(ring_tuning_.segment_bytes)));
   ring_tuning_.lookahead = static_cast<int>(env_positive("GRADSWEEP_RING_LOOKAHEAD", ring_tuning_.lookahead));
   if (ring_tuning_.lookahead >= ring::Transport::kMaxInFlight)
-    throw std::invalid_argument("GRADSWEEP_RING_LOOKAHEAD: at most " + std::to_string(ring::Transport::kMaxInFlight - 1));
+    throw std::invalid_argument("GRADSWEEP_RING_LOOKAHEAD: at most " +
+                                std::to_string(ring::Transport::kMaxInFlight - 1));
   // Our own communicators, so that our traffic never matches messages of anyone else using MPI_COMM_WORLD.
   comm_ = duplicate_world();
   ring_comm_ = duplicate_world();
@@ -168,7 +168,8 @@ void MpiCommunicator::check_same_call(const CallShape& call, std::uint64_t seq) 
   if (const auto mismatch = first_mismatch(all)) {
     const std::string message = "collective mismatch (runtime.check_collectives): " + *mismatch;
     forensics_.dump(message);
-    if (rank_ == 0) forensics::write_verdict("mismatch", std::string(to_string(call.op)) + " #" + std::to_string(seq), message);
+    if (rank_ == 0)
+      forensics::write_verdict("mismatch", std::string(to_string(call.op)) + " #" + std::to_string(seq), message);
     throw std::runtime_error(message);
   }
 }
@@ -264,8 +265,8 @@ sdk::Status MpiCommunicator::send(const torch::Tensor& tensor, int dst, int tag)
     CallShape call = shape(CommOp::Send, tensor, -1, dst);
     call.tag = tag;
     const auto recorded = record(call);
-    watched_mpi(timeout_, describe("send", tensor) + " to rank " + std::to_string(dst) + " tag " + std::to_string(tag) +
-                    where(),
+    watched_mpi(timeout_,
+                describe("send", tensor) + " to rank " + std::to_string(dst) + " tag " + std::to_string(tag) + where(),
                 "send", "MPI_Send", [&] { return MPI_Send(b.data, b.count, b.type, dst, tag, comm_); });
     return Traffic{b.bytes, 0, b.bytes};
   });
@@ -275,8 +276,8 @@ namespace {
 
 // After MPI_Recv: a message of another length than the tensor is an error naming both lengths and the
 // sender. `from` is "rank 3" (or "a rank" when MPI could not say which).
-void check_received(int rc, const MPI_Status& status, const Buffer& b, const std::string& call,
-                    const std::string& from, int tag) {
+void check_received(int rc, const MPI_Status& status, const Buffer& b, const std::string& call, const std::string& from,
+                    int tag) {
   int error_class = rc;
   if (rc != MPI_SUCCESS && MPI_Error_class(rc, &error_class) == MPI_SUCCESS && error_class == MPI_ERR_TRUNCATE)
     throw std::runtime_error(call + ": " + from + " sent more than the " + std::to_string(b.count) +
@@ -299,10 +300,10 @@ sdk::Status MpiCommunicator::recv(torch::Tensor& tensor, int src, int tag) noexc
     call.tag = tag;
     const auto recorded = record(call);
     MPI_Status status;
-    const int rc = watched(timeout_,
-                           describe("recv", tensor) + " from rank " + std::to_string(src) + " tag " +
-                               std::to_string(tag) + where(),
-                           [&] { return MPI_Recv(b.data, b.count, b.type, src, tag, comm_, &status); });
+    const int rc = watched(
+        timeout_,
+        describe("recv", tensor) + " from rank " + std::to_string(src) + " tag " + std::to_string(tag) + where(),
+        [&] { return MPI_Recv(b.data, b.count, b.type, src, tag, comm_, &status); });
     check_received(rc, status, b, "recv", "rank " + std::to_string(src), tag);
     return Traffic{0, b.bytes, b.bytes};
   });

@@ -1,7 +1,7 @@
 // The MPI backend's asynchronous collectives (allreduce, reduce_scatter, allgather). Each runs on the
 // communicator's worker thread (comm/async_worker.hpp), on a communicator of its own (async_comm_), in
-// the order the caller issued them; a blocking MPI call there progresses by itself while the caller computes, which MPI_Iallreduce
-// in Open MPI does not (it moves only while the caller is inside MPI).
+// the order the caller issued them; a blocking MPI call there progresses by itself while the caller computes, which
+// MPI_Iallreduce in Open MPI does not (it moves only while the caller is inside MPI).
 //
 // Counting: bytes, S and the call when the operation starts; busy time while it runs on the worker
 // (comm/async_worker.hpp says exactly which interval); blocked time while a caller waits for it.
@@ -44,9 +44,8 @@ class MpiRequest final : public sdk::Request {
     result_ = watched(owner_->timeout_, what_ + owner_->where(), [&] { return job_->wait(); });
     // Blocked until the operation finished; the moment this thread is scheduled again is not
     // communication (and counting it could make blocked exceed busy for tiny operations).
-    const double blocked =
-        std::max(0.0, std::chrono::duration<double>(std::min(MpiCommunicator::Clock::now(), job_->finished_at()) - t0)
-                          .count());
+    const double blocked = std::max(
+        0.0, std::chrono::duration<double>(std::min(MpiCommunicator::Clock::now(), job_->finished_at()) - t0).count());
     owner_->add({}, 0.0, blocked, 0);
     job_.reset();
     return result_;

@@ -40,7 +40,8 @@ sdk::Status MpiCommunicator::with_algorithm(sdk::Algorithm algorithm, sdk::Commu
       *view = hierarchical_view_.get();
       return sdk::Status::Ok();
   }
-  return sdk::Status::Error("with_algorithm: unknown algorithm " + std::to_string(static_cast<std::uint32_t>(algorithm)) +
+  return sdk::Status::Error("with_algorithm: unknown algorithm " +
+                            std::to_string(static_cast<std::uint32_t>(algorithm)) +
                             " (the MPI backend has native, ring and hierarchical)");
 }
 

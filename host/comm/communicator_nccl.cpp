@@ -197,7 +197,7 @@ class NcclCommunicator final : public HostCommunicator {
   int device_ = 0;
   std::string description_;
   ncclComm_t comm_ = nullptr;
-  cudaStream_t async_stream_ = nullptr;  // allreduce_async's work, beside the caller's compute
+  cudaStream_t async_stream_ = nullptr;                 // allreduce_async's work, beside the caller's compute
   cudaEvent_t drained_ = nullptr, finished_ = nullptr;  // blocking calls' events (under issue_mutex_)
   void* barrier_word_ = nullptr;                        // barrier's 1-element allreduce
   // NCCL calls must be issued in the same order on every rank: one thread issues at a time.
@@ -280,8 +280,8 @@ NcclCommunicator::NcclCommunicator(int device_index)
   const cudaError_t counted_gpus = cudaGetDeviceCount(&gpus);
   if (counted_gpus != cudaSuccess || gpus == 0)
     throw std::runtime_error("the NCCL backend needs a CUDA device; this machine has none (cudaGetDeviceCount: " +
-                             (counted_gpus != cudaSuccess ? cuda_text(counted_gpus) : std::string("0 devices")) +
-                             ")" + launcher_rank_suffix());
+                             (counted_gpus != cudaSuccess ? cuda_text(counted_gpus) : std::string("0 devices")) + ")" +
+                             launcher_rank_suffix());
   if (mpi::launched_by_mpi()) {
     bootstrap_ = make_mpi_communicator();
     rank_ = bootstrap_->rank();
@@ -345,7 +345,8 @@ void NcclCommunicator::check_nccl(ncclResult_t r, const std::string& what, const
   std::string message = what + where() + ": " + function + " failed: " + ncclGetErrorString(r);
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 13, 0)
   if (comm_ != nullptr)
-    if (const char* last = ncclGetLastError(comm_); last != nullptr && *last != '\0') message += " (" + std::string(last) + ")";
+    if (const char* last = ncclGetLastError(comm_); last != nullptr && *last != '\0')
+      message += " (" + std::string(last) + ")";
 #endif
   throw std::runtime_error(message + "; NCCL_DEBUG=WARN says more");
 }
@@ -421,9 +422,9 @@ sdk::Status NcclCommunicator::allgather(const torch::Tensor& input, torch::Tenso
     DeviceBuffer in = device_buffer(input, device_, "allgather", "input");
     DeviceBuffer out = device_buffer(output, device_, "allgather", "output");
     nccl::prepare_allgather(in, out, rank_, size_, "allgather");
-    const double s = run_blocking(describe("allgather", input) + " per rank", "ncclAllGather", [&](cudaStream_t stream) {
-      return ncclAllGather(in.data(), out.data(), in.count, in.type, comm_, stream);
-    });
+    const double s = run_blocking(
+        describe("allgather", input) + " per rank", "ncclAllGather",
+        [&](cudaStream_t stream) { return ncclAllGather(in.data(), out.data(), in.count, in.type, comm_, stream); });
     out.finish();
     return Outcome{scatter_gather_traffic(out.bytes, size_), s};
   });
@@ -453,9 +454,8 @@ sdk::Status NcclCommunicator::send(const torch::Tensor& tensor, int dst, int tag
     if (dst == rank_) throw std::invalid_argument("send: rank " + std::to_string(dst) + " is this rank itself");
     if (tag < 0) throw std::invalid_argument("send: tag " + std::to_string(tag) + " is negative");
     const std::string what = describe("send", tensor) + " to rank " + std::to_string(dst);
-    const double s = run_blocking(what, "ncclSend", [&](cudaStream_t stream) {
-      return ncclSend(b.data(), b.count, b.type, dst, comm_, stream);
-    });
+    const double s = run_blocking(
+        what, "ncclSend", [&](cudaStream_t stream) { return ncclSend(b.data(), b.count, b.type, dst, comm_, stream); });
     return Outcome{Traffic{b.bytes, 0, b.bytes}, s};
   });
 }
@@ -467,9 +467,8 @@ sdk::Status NcclCommunicator::recv(torch::Tensor& tensor, int src, int tag) noex
     if (src == rank_) throw std::invalid_argument("recv: rank " + std::to_string(src) + " is this rank itself");
     if (tag < 0) throw std::invalid_argument("recv: tag " + std::to_string(tag) + " is negative");
     const std::string what = describe("recv", tensor) + " from rank " + std::to_string(src);
-    const double s = run_blocking(what, "ncclRecv", [&](cudaStream_t stream) {
-      return ncclRecv(b.data(), b.count, b.type, src, comm_, stream);
-    });
+    const double s = run_blocking(
+        what, "ncclRecv", [&](cudaStream_t stream) { return ncclRecv(b.data(), b.count, b.type, src, comm_, stream); });
     b.finish();
     return Outcome{Traffic{0, b.bytes, b.bytes}, s};
   });

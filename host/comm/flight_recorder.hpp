@@ -15,8 +15,17 @@ namespace gradsweep::host {
 // The calls recorded. Collectives share one sequence (1, 2, ...), numbered in the order this rank issued
 // them, which is the order every rank must issue them in; point-to-point calls have their own.
 enum class CommOp : std::uint8_t {
-  Allreduce, Broadcast, Allgather, ReduceScatter, Barrier, AllreduceAsync, Send, Recv, RecvAny,
-  ReduceScatterAsync, AllgatherAsync
+  Allreduce,
+  Broadcast,
+  Allgather,
+  ReduceScatter,
+  Barrier,
+  AllreduceAsync,
+  Send,
+  Recv,
+  RecvAny,
+  ReduceScatterAsync,
+  AllgatherAsync
 };
 const char* to_string(CommOp op);
 bool is_collective(CommOp op);
@@ -27,12 +36,12 @@ const char* to_string(CallState state);
 // What identifies a call across ranks: the fingerprint that runtime.check_collectives compares too.
 struct CallShape {
   CommOp op = CommOp::Barrier;
-  bool ring = false;          // gradsweep's ring algorithm rather than the library's
-  std::int8_t reduce = -1;    // sdk::ReduceOp, -1 when the call reduces nothing
-  std::int16_t dtype = -1;    // c10::ScalarType, -1 without a tensor
-  std::int64_t count = 0;     // elements (allgather: this rank's input; reduce_scatter: the whole input)
-  std::int32_t peer = -1;     // broadcast root, send destination, recv source; -1 none or any
-  std::int32_t tag = -1;      // point-to-point tag
+  bool ring = false;        // gradsweep's ring algorithm rather than the library's
+  std::int8_t reduce = -1;  // sdk::ReduceOp, -1 when the call reduces nothing
+  std::int16_t dtype = -1;  // c10::ScalarType, -1 without a tensor
+  std::int64_t count = 0;   // elements (allgather: this rank's input; reduce_scatter: the whole input)
+  std::int32_t peer = -1;   // broadcast root, send destination, recv source; -1 none or any
+  std::int32_t tag = -1;    // point-to-point tag
   std::uint64_t bytes = 0;
 
   bool operator==(const CallShape& o) const {

@@ -18,7 +18,8 @@ std::string phrase(const RankProgress& r) {
   if (!r.answered) return "did not answer (stopped, or dead)";
   if (r.waiting_seq) {
     std::string text = "in " + r.waiting_in + " #" + std::to_string(*r.waiting_seq);
-    return r.finished > 0 ? "finished #" + std::to_string(r.finished) + " and wait in " + text.substr(3) : "wait in " + text.substr(3);
+    return r.finished > 0 ? "finished #" + std::to_string(r.finished) + " and wait in " + text.substr(3)
+                          : "wait in " + text.substr(3);
   }
   return "not in any collective (finished #" + std::to_string(r.finished) + ", issued nothing since)";
 }
@@ -35,8 +36,10 @@ HangVerdict judge_hang(const std::vector<RankProgress>& ranks) {
   std::vector<const RankProgress*> answered;
   std::vector<int> silent;
   for (const auto& r : ranks) {
-    if (r.answered) answered.push_back(&r);
-    else silent.push_back(r.rank);
+    if (r.answered)
+      answered.push_back(&r);
+    else
+      silent.push_back(r.rank);
   }
   // The ranks behind: those that did not answer, and those that answered from the least position.
   std::uint64_t least = UINT64_MAX, most = 0;
@@ -66,10 +69,11 @@ HangVerdict judge_hang(const std::vector<RankProgress>& ranks) {
   // Nobody waits inside a collective (the others wait in the collective check before it, or elsewhere):
   // the one behind did not finish the next collective the others have not issued.
   if (waited_seq == 0)
-    for (const auto* r : answered) waited_seq = waited_seq == 0 ? next_unfinished(*r) : std::min(waited_seq, next_unfinished(*r));
+    for (const auto* r : answered)
+      waited_seq = waited_seq == 0 ? next_unfinished(*r) : std::min(waited_seq, next_unfinished(*r));
   HangVerdict verdict;
-  const std::string collective =
-      (waited_op.empty() ? "collective" : waited_op.substr(0, waited_op.find(" of "))) + " #" + std::to_string(waited_seq);
+  const std::string collective = (waited_op.empty() ? "collective" : waited_op.substr(0, waited_op.find(" of "))) +
+                                 " #" + std::to_string(waited_seq);
   if (!behind.empty()) {
     verdict.summary = rank_list(behind) + " did not finish " + collective;
   } else {
@@ -79,7 +83,8 @@ HangVerdict judge_hang(const std::vector<RankProgress>& ranks) {
     for (const auto* r : answered) calls[r->waiting_in].push_back(r->rank);
     if (calls.size() > 1) {
       verdict.summary = "ranks disagree on collective #" + std::to_string(waited_seq) + ":";
-      for (const auto& [call, who] : calls) verdict.summary += " " + rank_list(who) + " " + (call.empty() ? "none" : call) + ";";
+      for (const auto& [call, who] : calls)
+        verdict.summary += " " + rank_list(who) + " " + (call.empty() ? "none" : call) + ";";
       verdict.summary.pop_back();
     } else {
       verdict.summary = "every rank waits in " + collective;

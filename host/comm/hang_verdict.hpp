@@ -11,9 +11,9 @@ namespace gradsweep::host {
 // One rank as its dump describes it (or as its missing dump does).
 struct RankProgress {
   int rank = 0;
-  bool answered = false;           // false: no dump arrived (stopped, dead, or too slow to answer)
-  std::uint64_t issued = 0;        // collectives issued
-  std::uint64_t finished = 0;      // highest collective number finished
+  bool answered = false;       // false: no dump arrived (stopped, dead, or too slow to answer)
+  std::uint64_t issued = 0;    // collectives issued
+  std::uint64_t finished = 0;  // highest collective number finished
   // The oldest collective issued and not finished, if any: its number and what it is
   // ("allreduce of 1024 float32 (4.0 KiB)").
   std::optional<std::uint64_t> waiting_seq;

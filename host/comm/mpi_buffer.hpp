@@ -21,7 +21,6 @@ struct Buffer {
   std::uint64_t bytes;
 };
 
-
 // Checks that `t` is a defined, contiguous CPU tensor of a dtype the backend moves, with at most 2^31-1
 // elements; throws std::invalid_argument naming `call` and the tensor's `role` ("input", "the", ...).
 Buffer buffer_of(const torch::Tensor& t, const std::string& call, const char* role);

@@ -23,7 +23,11 @@ int byte_count(std::size_t bytes, const std::string& call) {
 }  // namespace
 
 RingTransport::RingTransport(MPI_Comm comm, int rank, int size, std::string call)
-    : comm_(comm), rank_(rank), size_(size), left_((rank + size - 1) % size), right_((rank + 1) % size),
+    : comm_(comm),
+      rank_(rank),
+      size_(size),
+      left_((rank + size - 1) % size),
+      right_((rank + 1) % size),
       call_(std::move(call)) {
   for (auto& pair : requests_) pair = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
 }

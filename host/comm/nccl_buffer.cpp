@@ -60,8 +60,8 @@ DeviceBuffer device_buffer(const torch::Tensor& t, int gpu, const std::string& c
   const auto count = static_cast<std::size_t>(t.numel());
   if (t.device().is_cuda()) {
     if (t.device().index() != gpu)
-      throw std::invalid_argument(who + " is on " + t.device().str() + " but this rank's NCCL communicator is on cuda:" +
-                                  std::to_string(gpu));
+      throw std::invalid_argument(who + " is on " + t.device().str() +
+                                  " but this rank's NCCL communicator is on cuda:" + std::to_string(gpu));
     return {t, t, *type, count, bytes};
   }
   if (!t.device().is_cpu())

@@ -19,10 +19,10 @@ namespace {
 // "Bounds"). Defaults are YAML text; nullptr = required (checked below). Sizes stop at 2^20 so that the
 // products the trainer and the batch loader form (batch_size x seq_len tokens, 2^40 at most) stay far
 // inside int64.
-constexpr double kMaxCount = 1e9;          // steps, and "every N steps"
-constexpr double kMaxSize = 1 << 20;       // sequences per batch, tokens per sequence
+constexpr double kMaxCount = 1e9;     // steps, and "every N steps"
+constexpr double kMaxSize = 1 << 20;  // sequences per batch, tokens per sequence
 constexpr double kMaxSeed = 1e15;
-constexpr double kMaxThreads = 1024;       // and at most kThreadsPerCore x this machine's (below)
+constexpr double kMaxThreads = 1024;  // and at most kThreadsPerCore x this machine's (below)
 constexpr std::int64_t kThreadsPerCore = 4;
 const ValueRange kPositive{0, HUGE_VAL, true};
 const ValueRange kNonNegative{0, HUGE_VAL};
@@ -36,7 +36,8 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
       {"train",
        {{{"steps", OptionType::Int, nullptr, "optimizer steps"}, {1, kMaxCount}},
         {{"batch_size", OptionType::Int, nullptr, "sequences per step, all ranks together"}, {1, kMaxSize}},
-        {{"micro_batch", OptionType::Int, "0", "sequences per rank per forward (0 = batch_size / ranks)"}, {0, kMaxSize}},
+        {{"micro_batch", OptionType::Int, "0", "sequences per rank per forward (0 = batch_size / ranks)"},
+         {0, kMaxSize}},
         {{"seq_len", OptionType::Int, nullptr, "tokens per sequence"}, {1, kMaxSize}},
         {{"optimizer", OptionType::String, "adamw", "adamw or sgd"}, {}, "adamw|sgd"},
         {{"lr", OptionType::Float, "6e-4", "peak learning rate"}, kPositive},
@@ -52,24 +53,26 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
       {"eval",
        {{{"every", OptionType::Int, "0", "evaluate every N steps (0 = only at the end)"}, {0, kMaxCount}},
         {{"batches", OptionType::Int, "8", "validation batches per evaluation"}, {1, 1e6}}}},
-      {"checkpoint", {{{"every", OptionType::Int, "0", "checkpoint every N steps (0 = only at the end)"}, {0, kMaxCount}}}},
+      {"checkpoint",
+       {{{"every", OptionType::Int, "0", "checkpoint every N steps (0 = only at the end)"}, {0, kMaxCount}}}},
       {"metrics",
        {{{"log_every", OptionType::Int, "10", "log a line every N steps"}, {1, kMaxCount}},
-        {{"peak_flops", OptionType::Float, "0", "peak FLOP/s for MFU (0 = measure sgemm once and cache)"}, kNonNegative},
+        {{"peak_flops", OptionType::Float, "0", "peak FLOP/s for MFU (0 = measure sgemm once and cache)"},
+         kNonNegative},
         {{"trace", OptionType::String, "sampled",
           "timeline of the steps in trace.json: sampled (first measured, middle, last), all or off"},
          {},
          "sampled|all|off"}}},
       {"runtime",
-       {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"}, {0, kMaxThreads}},
+       {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"},
+         {0, kMaxThreads}},
         {{"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"}},
-        {{"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"},
-         {},
-         kCommChoiceList},
+        {{"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"}, {}, kCommChoiceList},
         {{"check_collectives", OptionType::Bool, "false", "check that all ranks issue the same collectives (debug)"}},
         {{"comm_timeout", OptionType::Float, "600",
-         "seconds a rank may wait in one communication call before the job is ended as hung (0 = never; "
-         "GRADSWEEP_COMM_TIMEOUT overrides)"}, kNonNegative}}},
+          "seconds a rank may wait in one communication call before the job is ended as hung (0 = never; "
+          "GRADSWEEP_COMM_TIMEOUT overrides)"},
+         kNonNegative}}},
   };
   return schema;
 }
@@ -85,14 +88,16 @@ fs::path resolve_path(const fs::path& base, const std::string& p) {
 
 const std::map<std::string, std::vector<HostOption>>& host_options() { return host_schema(); }
 
-void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, const std::string& key, Diagnostics& diag) {
+void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, const std::string& key,
+                               Diagnostics& diag) {
   // Thousands of OpenMP threads per rank end in "libgomp: Out of memory" or, under a memory limit, in a
   // hang: the bound is a multiple of what this machine has, which oversubscription beyond is never useful.
   // Asked once: planning checks every cell of a sweep, and each ask reads the CPU set afresh.
   static const std::int64_t hardware = std::thread::hardware_concurrency();
   if (hardware > 0 && threads > kThreadsPerCore * hardware && threads <= kMaxThreads)  // beyond: out of range
-    diag.error(where, key, std::to_string(threads) + " threads per rank is more than " + std::to_string(kThreadsPerCore) +
-                               " x the " + std::to_string(hardware) + " hardware threads of this machine");
+    diag.error(where, key,
+               std::to_string(threads) + " threads per rank is more than " + std::to_string(kThreadsPerCore) +
+                   " x the " + std::to_string(hardware) + " hardware threads of this machine");
 }
 
 void apply_override(YAML::Node& root, const std::string& assignment) {
@@ -122,8 +127,8 @@ CellConfig parse_cell_config(const std::string& yaml_text, const std::string& fi
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    throw ConfigError({file_name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                       ": " + e.msg});
+    throw ConfigError(
+        {file_name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg});
   }
   return parse_cell_tree(root, file_name, base_dir, overrides);
 }

@@ -54,12 +54,12 @@ struct CellConfig {
   std::int64_t eval_every = 0, eval_batches = 0;
   std::int64_t checkpoint_every = 0;
   std::int64_t log_every = 1;
-  double peak_flops = 0.0;  // 0 = measure
+  double peak_flops = 0.0;        // 0 = measure
   std::string trace = "sampled";  // which steps train/timeline.hpp traces: sampled, all or off
-  std::int64_t threads = 0;  // 0 = cores / ranks on this node
+  std::int64_t threads = 0;       // 0 = cores / ranks on this node
   std::string device;
   double comm_timeout = 600;  // seconds; see comm/collective_timeout.hpp
-  std::string comm;  // communicator backend asked for: auto, local, mpi or nccl (see comm_choice.hpp)
+  std::string comm;           // communicator backend asked for: auto, local, mpi or nccl (see comm_choice.hpp)
   std::vector<std::filesystem::path> plugin_paths;
   // Every host section with defaults filled in, for the resolved config.
   YAML::Node resolved;
@@ -72,8 +72,8 @@ CellConfig load_cell_config(const std::filesystem::path& file, const std::vector
 CellConfig parse_cell_config(const std::string& yaml_text, const std::string& file_name,
                              const std::filesystem::path& base_dir, const std::vector<std::string>& overrides = {});
 // The same on a tree already parsed (planning builds cells as trees); `root` is edited by the overrides.
-CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
-                           const std::filesystem::path& base_dir, const std::vector<std::string>& overrides = {});
+CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name, const std::filesystem::path& base_dir,
+                           const std::vector<std::string>& overrides = {});
 
 // Applies "a.b.c=value" to a YAML tree (creating maps as needed); throws on a malformed override.
 void apply_override(YAML::Node& root, const std::string& assignment);
@@ -82,7 +82,8 @@ void apply_override(YAML::Node& root, const std::string& assignment);
 const std::map<std::string, std::vector<HostOption>>& host_options();
 
 // Refuses more LibTorch threads per rank than a small multiple of this machine's hardware threads.
-void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, const std::string& key, Diagnostics& diag);
+void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, const std::string& key,
+                               Diagnostics& diag);
 
 // Validates `root[section]` (minus "name") against a plugin's options and their declared choices.
 sdk::Options resolve_plugin_options(const CellConfig& config, const std::string& section,

@@ -36,8 +36,7 @@ CommDecision choose_comm(const CommRequest& request) {
   if (!request.env_choice.empty() && !is_comm_choice(request.env_choice))
     throw std::runtime_error("GRADSWEEP_COMM='" + request.env_choice + "': expected " + kCommChoices);
   const std::string choice = from_env ? request.env_choice : request.config_choice;
-  const std::string source =
-      from_env ? "GRADSWEEP_COMM=" + choice : request.config_file + ": runtime.comm: " + choice;
+  const std::string source = from_env ? "GRADSWEEP_COMM=" + choice : request.config_file + ": runtime.comm: " + choice;
   const bool cuda = request.device.rfind("cuda", 0) == 0;
 
   if (choice == "nccl") {

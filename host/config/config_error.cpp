@@ -4,8 +4,8 @@ namespace gradsweep::host {
 
 namespace {
 std::string join(const std::vector<std::string>& problems) {
-  std::string text = problems.size() == 1 ? "configuration error:" : std::to_string(problems.size()) +
-                                                                         " configuration errors:";
+  std::string text =
+      problems.size() == 1 ? "configuration error:" : std::to_string(problems.size()) + " configuration errors:";
   for (const auto& p : problems) text += "\n  " + p;
   return text;
 }

@@ -25,7 +25,9 @@ class Diagnostics {
   void error(const YAML::Node& where, const std::string& key, const std::string& message);
   void error(const std::string& message) { problems_.push_back(file_ + ": " + message); }
 
-  void append(const Diagnostics& other) { problems_.insert(problems_.end(), other.problems_.begin(), other.problems_.end()); }
+  void append(const Diagnostics& other) {
+    problems_.insert(problems_.end(), other.problems_.begin(), other.problems_.end());
+  }
 
   bool empty() const { return problems_.empty(); }
   const std::string& file() const { return file_; }

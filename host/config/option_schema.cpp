@@ -72,9 +72,7 @@ std::string number_text(double v) {
 
 }  // namespace
 
-bool ValueRange::contains(double v) const {
-  return (open_min ? v > min : v >= min) && (open_max ? v < max : v <= max);
-}
+bool ValueRange::contains(double v) const { return (open_min ? v > min : v >= min) && (open_max ? v < max : v <= max); }
 
 std::string ValueRange::text() const {
   return std::string(open_min ? "(" : "[") + number_text(min) + ", " + number_text(max) + (open_max ? ")" : "]");
@@ -105,7 +103,8 @@ void check_ranges(const YAML::Node& section, const std::string& path, const std:
     const YAML::Node node = section && section.IsMap() ? section[o.spec.key] : YAML::Node();
     const std::string full = path.empty() ? o.spec.key : path + "." + o.spec.key;
     const std::string got = node && node.IsScalar() ? node.Scalar() : number_text(v);
-    diag.error(node ? node : section, full, "must be in " + o.range.text() + ", got " + got + (node ? "" : " (the default)"));
+    diag.error(node ? node : section, full,
+               "must be in " + o.range.text() + ", got " + got + (node ? "" : " (the default)"));
   }
 }
 
@@ -130,8 +129,8 @@ sdk::Options resolve_options(const YAML::Node& section, const std::string& path,
         for (const auto& s : specs) known += (known.empty() ? "" : ", ") + std::string(s.key);
         const std::string hint = closest_key(key, specs);
         diag.error(item.first, full,
-                   "unknown key" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") + "; known keys: " +
-                       (known.empty() ? "none" : known));
+                   "unknown key" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
+                       "; known keys: " + (known.empty() ? "none" : known));
         continue;
       }
       if (!item.second.IsScalar()) {
@@ -169,9 +168,8 @@ std::vector<std::string> split_choices(const std::string& choices) {
   }
 }
 
-bool check_choice(const YAML::Node& section, const std::string& path, const std::string& key,
-                  const std::string& value, const std::string& choices, const std::string& default_note,
-                  Diagnostics& diag) {
+bool check_choice(const YAML::Node& section, const std::string& path, const std::string& key, const std::string& value,
+                  const std::string& choices, const std::string& default_note, Diagnostics& diag) {
   const std::vector<std::string> allowed = split_choices(choices);
   if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return true;
   std::string list;

@@ -23,7 +23,7 @@ struct ValueRange {
   double min = -HUGE_VAL, max = HUGE_VAL;
   bool open_min = false, open_max = false;  // exclude the bound itself: (0, 1) rather than [0, 1]
   bool contains(double v) const;
-  std::string text() const;                 // "[1, 1000000000]", "(0, inf)"
+  std::string text() const;  // "[1, 1000000000]", "(0, inf)"
 };
 // A key's spec, its range and, for a string, its choices: how the host declares its own options.
 struct HostOption {
@@ -59,9 +59,8 @@ std::vector<std::string> split_choices(const std::string& choices);
 // The one check of a value against its key's choices, for the host's keys and the plugins' alike: false,
 // with "file:line:column: path.key: 'rign' is not one of ring, native, hierarchical" in `diag` (at the
 // section, with `default_note` appended, when the value is a default rather than written in the file).
-bool check_choice(const YAML::Node& section, const std::string& path, const std::string& key,
-                  const std::string& value, const std::string& choices, const std::string& default_note,
-                  Diagnostics& diag);
+bool check_choice(const YAML::Node& section, const std::string& path, const std::string& key, const std::string& value,
+                  const std::string& choices, const std::string& default_note, Diagnostics& diag);
 
 // Typed value -> YAML scalar, for writing the resolved configuration.
 YAML::Node to_yaml(const sdk::Options& options);

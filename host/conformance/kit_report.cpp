@@ -8,12 +8,9 @@ namespace gradsweep::conformance {
 
 const char* to_string(Verdict verdict) {
   switch (verdict) {
-    case Verdict::Pass:
-      return "PASS";
-    case Verdict::Fail:
-      return "FAIL";
-    case Verdict::Skip:
-      return "SKIP";
+    case Verdict::Pass: return "PASS";
+    case Verdict::Fail: return "FAIL";
+    case Verdict::Skip: return "SKIP";
   }
   return "?";
 }

@@ -21,18 +21,10 @@ std::vector<std::vector<BadValue>> bad_values(const host::PluginRecord& strategy
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const std::string key = specs[i].key;
     switch (specs[i].type) {
-      case sdk::OptionType::Int:
-        wrong_type.push_back({key, "not-a-number", "text for an int"});
-        break;
-      case sdk::OptionType::Float:
-        wrong_type.push_back({key, "not-a-number", "text for a float"});
-        break;
-      case sdk::OptionType::Bool:
-        wrong_type.push_back({key, "maybe", "'maybe' for a bool"});
-        break;
-      case sdk::OptionType::String:
-        wrong_type.push_back({key, "[1, 2]", "a list for a string"});
-        break;
+      case sdk::OptionType::Int: wrong_type.push_back({key, "not-a-number", "text for an int"}); break;
+      case sdk::OptionType::Float: wrong_type.push_back({key, "not-a-number", "text for a float"}); break;
+      case sdk::OptionType::Bool: wrong_type.push_back({key, "maybe", "'maybe' for a bool"}); break;
+      case sdk::OptionType::String: wrong_type.push_back({key, "[1, 2]", "a list for a string"}); break;
     }
     if (i < choices.size() && !choices[i].empty())
       outside.push_back({key, "not-one-of-them", "a value outside " + choices[i]});

@@ -41,17 +41,17 @@ BatchLoader::BatchLoader(TokenShard shard, const BatchLoaderOptions& options)
   checked_product("tokens per micro-batch", o.micro_batch, o.seq_len);
   checked_product("micro-batch size x ranks", o.micro_batch, o.world_size);
   if (o.global_batch % (o.micro_batch * o.world_size) != 0) {
-    throw std::invalid_argument(
-        "batch loader: global batch size " + std::to_string(o.global_batch) +
-        " is not a multiple of micro-batch size x ranks = " + std::to_string(o.micro_batch) + " x " +
-        std::to_string(o.world_size) + " = " + std::to_string(o.micro_batch * o.world_size) +
-        ": every rank must run the same whole number of micro-batches per step");
+    throw std::invalid_argument("batch loader: global batch size " + std::to_string(o.global_batch) +
+                                " is not a multiple of micro-batch size x ranks = " + std::to_string(o.micro_batch) +
+                                " x " + std::to_string(o.world_size) + " = " +
+                                std::to_string(o.micro_batch * o.world_size) +
+                                ": every rank must run the same whole number of micro-batches per step");
   }
   micro_batches_per_step_ = o.global_batch / (o.micro_batch * o.world_size);
   if (num_eval_batches() == 0) {
-    throw std::runtime_error(shard_.path().string() + ": too small for one batch of " +
-                             std::to_string(o.micro_batch) + " x " + std::to_string(o.seq_len) +
-                             " tokens: needs " + std::to_string(o.micro_batch * o.seq_len + 1) + " tokens, has " +
+    throw std::runtime_error(shard_.path().string() + ": too small for one batch of " + std::to_string(o.micro_batch) +
+                             " x " + std::to_string(o.seq_len) + " tokens: needs " +
+                             std::to_string(o.micro_batch * o.seq_len + 1) + " tokens, has " +
                              std::to_string(shard_.size()));
   }
 }
@@ -75,8 +75,8 @@ Batch BatchLoader::batch(int64_t step, int64_t micro) const {
   const int64_t batches = num_batches();
   if (batches == 0) {
     throw std::runtime_error(shard_.path().string() + ": too small for one global batch of " +
-                             std::to_string(o.global_batch) + " x " + std::to_string(o.seq_len) +
-                             " tokens: needs " + std::to_string(o.global_batch * o.seq_len + 1) + " tokens, has " +
+                             std::to_string(o.global_batch) + " x " + std::to_string(o.seq_len) + " tokens: needs " +
+                             std::to_string(o.global_batch * o.seq_len + 1) + " tokens, has " +
                              std::to_string(shard_.size()) +
                              " (use more data, or a smaller global batch or sequence length)");
   }

@@ -61,8 +61,8 @@ std::unique_ptr<Tokenizer> make_tokenizer(const PrepareOptions& o, const std::ve
 
 // Documents [first, last), each preceded by end-of-text: the model learns that a document may start after
 // it, and a sequence that straddles two documents sees where one ends.
-std::vector<int32_t> encode_documents(const Tokenizer& tokenizer, const std::vector<Document>& documents,
-                                      int64_t first, int64_t last) {
+std::vector<int32_t> encode_documents(const Tokenizer& tokenizer, const std::vector<Document>& documents, int64_t first,
+                                      int64_t last) {
   std::vector<int32_t> tokens;
   for (int64_t i = first; i < last; ++i) {
     tokens.push_back(tokenizer.end_of_text());
@@ -96,8 +96,8 @@ PrepareResult prepare_corpus(const PrepareOptions& options) {
   const std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(options, corpus.documents, train_documents);
   if (tokenizer->vocab_size() > kShardMaxVocab) {
     throw std::runtime_error("prepare: tokenizer vocabulary of " + std::to_string(tokenizer->vocab_size()) +
-                             " ids does not fit the uint16 shard format (at most " +
-                             std::to_string(kShardMaxVocab) + ")");
+                             " ids does not fit the uint16 shard format (at most " + std::to_string(kShardMaxVocab) +
+                             ")");
   }
   const std::vector<int32_t> train = encode_documents(*tokenizer, corpus.documents, 0, train_documents);
   const std::vector<int32_t> val = encode_documents(*tokenizer, corpus.documents, train_documents, documents);
@@ -126,9 +126,8 @@ PrepareResult prepare_corpus(const PrepareOptions& options) {
                        {"bytes", corpus.source_bytes[s]},
                        {"documents", corpus.source_documents[s]}});
   }
-  nlohmann::ordered_json options_json = {{"tokenizer", options.tokenizer},
-                                         {"val_fraction", options.val_fraction},
-                                         {"shuffle_seed", options.shuffle_seed}};
+  nlohmann::ordered_json options_json = {
+      {"tokenizer", options.tokenizer}, {"val_fraction", options.val_fraction}, {"shuffle_seed", options.shuffle_seed}};
   if (options.tokenizer == "word") {
     options_json["vocab"] = options.vocab;
     options_json["lowercase"] = options.lowercase;

@@ -59,8 +59,8 @@ TokenShard TokenShard::open(const std::filesystem::path& path) {
 
   const auto* header = static_cast<const int32_t*>(map);
   if (header[0] != kShardMagic) {
-    throw shard_error(path, "bad magic " + std::to_string(header[0]) + " (expected " +
-                                std::to_string(kShardMagic) + "): not an llm.c token shard");
+    throw shard_error(path, "bad magic " + std::to_string(header[0]) + " (expected " + std::to_string(kShardMagic) +
+                                "): not an llm.c token shard");
   }
   if (header[1] != kShardVersion) {
     throw shard_error(path, "unsupported version " + std::to_string(header[1]) + " (expected " +
@@ -122,8 +122,8 @@ void write_token_shard(const std::filesystem::path& path, const std::vector<int3
   for (size_t i = 0; i < tokens.size(); ++i) {
     const int32_t t = tokens[i];
     if (t < 0 || t >= kShardMaxVocab) {
-      throw std::invalid_argument(path.string() + ": token " + std::to_string(t) + " at position " +
-                                  std::to_string(i) + " does not fit the uint16 shard format (0..65535)");
+      throw std::invalid_argument(path.string() + ": token " + std::to_string(t) + " at position " + std::to_string(i) +
+                                  " does not fit the uint16 shard format (0..65535)");
     }
     const auto u = static_cast<uint16_t>(t);
     std::memcpy(out + 2 * i, &u, 2);

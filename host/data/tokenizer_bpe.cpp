@@ -81,8 +81,7 @@ std::string from_file_spelling(std::string_view spelled) {
     } else {
       throw std::invalid_argument("\"" + std::string(spelled) + "\" is not in GPT-2's byte alphabet");
     }
-    if (i + len > spelled.size())
-      throw std::invalid_argument("truncated UTF-8 in \"" + std::string(spelled) + "\"");
+    if (i + len > spelled.size()) throw std::invalid_argument("truncated UTF-8 in \"" + std::string(spelled) + "\"");
     for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(spelled[i + k]) & 0x3F);
     const auto it = alphabet().byte_of.find(cp);
     if (it == alphabet().byte_of.end()) {
@@ -103,9 +102,8 @@ class BpeTokenizer final : public Tokenizer {
  public:
   // `encoder`: file spelling -> id. `merges`: "left right" in priority order. `source` names where they came
   // from, for error messages ("encoder.json", "vocab.bpe line 7").
-  BpeTokenizer(const nlohmann::json& encoder, const std::vector<std::string>& merges,
-               const std::string& encoder_source, const std::string& merges_source,
-               const std::vector<size_t>& merge_lines) {
+  BpeTokenizer(const nlohmann::json& encoder, const std::vector<std::string>& merges, const std::string& encoder_source,
+               const std::string& merges_source, const std::vector<size_t>& merge_lines) {
     if (!encoder.is_object() || encoder.empty()) {
       throw std::invalid_argument(encoder_source + ": expected a JSON object of token -> id");
     }
@@ -205,8 +203,7 @@ class BpeTokenizer final : public Tokenizer {
     for (size_t id = 0; id < id_to_bytes_.size(); ++id) {
       if (!id_to_bytes_[id].empty()) encoder[to_file_spelling(id_to_bytes_[id])] = id;
     }
-    return {
-        {"name", "bpe"}, {"vocab_size", vocab_size()}, {"encoder", std::move(encoder)}, {"merges", merge_lines_}};
+    return {{"name", "bpe"}, {"vocab_size", vocab_size()}, {"encoder", std::move(encoder)}, {"merges", merge_lines_}};
   }
 
  private:

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::pair<CellState, const char*> kNames[] = {
-    {CellState::Pending, "pending"}, {CellState::Running, "running"},         {CellState::Ok, "ok"},
+    {CellState::Pending, "pending"}, {CellState::Running, "running"}, {CellState::Ok, "ok"},
     {CellState::Failed, "failed"},   {CellState::Timeout, "timeout"}, {CellState::Interrupted, "interrupted"}};
 
 std::string trim(std::string s) {
@@ -102,10 +102,13 @@ CellStatus read_cell_status(const fs::path& cell_dir) {
 
 void write_cell_status(const fs::path& cell_dir, CellStatus status) {
   status.updated = utc_now_iso8601();
-  const nlohmann::json j{{"state", to_string(status.state)}, {"config_hash", status.config_hash},
-                         {"reason", status.reason},          {"failure", status.failure},
+  const nlohmann::json j{{"state", to_string(status.state)},
+                         {"config_hash", status.config_hash},
+                         {"reason", status.reason},
+                         {"failure", status.failure},
                          {"exit_code", status.exit_code},
-                         {"launcher", status.launcher},      {"job", status.job},
+                         {"launcher", status.launcher},
+                         {"job", status.job},
                          {"updated", status.updated}};
   util::write_file_atomically(cell_dir / kStatusFile, j.dump(2) + "\n");
 }

@@ -24,13 +24,13 @@ std::optional<CellState> parse_cell_state(const std::string& text);
 struct CellStatus {
   CellState state = CellState::Pending;
   std::string config_hash;
-  std::string reason;     // failed / timeout / interrupted: one line saying why
+  std::string reason;  // failed / timeout / interrupted: one line saying why
   // failed: the kind of failure and its culprit, short (classify_failure); "" otherwise.
   std::string failure;
-  int exit_code = -1;     // of the launcher process (mpirun, srun); -1 = unknown
-  std::string launcher;   // "local", "slurm"
-  std::string job;        // Slurm job id ("1234_5"), or the local launcher's pid
-  std::string updated;    // UTC time of writing, ISO 8601
+  int exit_code = -1;    // of the launcher process (mpirun, srun); -1 = unknown
+  std::string launcher;  // "local", "slurm"
+  std::string job;       // Slurm job id ("1234_5"), or the local launcher's pid
+  std::string updated;   // UTC time of writing, ISO 8601
 };
 
 inline constexpr const char* kStatusFile = "status.json";

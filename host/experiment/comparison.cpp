@@ -86,8 +86,8 @@ int find_baseline(const Comparison& c, const std::string& spec, const std::strin
                                 group_list(c) + ")");
   std::string which;
   for (const int h : hits) which += (which.empty() ? "'" : ", '") + c.groups[h].label + "'";
-  throw std::invalid_argument(source + " '" + spec + "' matches " + std::to_string(hits.size()) +
-                              " cell groups (" + which + "); name one, e.g. '" + c.groups[hits.front()].label + "'");
+  throw std::invalid_argument(source + " '" + spec + "' matches " + std::to_string(hits.size()) + " cell groups (" +
+                              which + "); name one, e.g. '" + c.groups[hits.front()].label + "'");
 }
 
 // The values of `key` over a group's rounds (NaN where the cell did not finish).

@@ -32,8 +32,8 @@ struct CellOutcome {  // parallel to the plan's cells
 };
 
 struct CellGroup {
-  std::string label;     // what differs between the groups: "strategy=ring ranks_per_node=2"
-  AxisValues axes;       // the group's axes (seed left out)
+  std::string label;       // what differs between the groups: "strategy=ring ranks_per_node=2"
+  AxisValues axes;         // the group's axes (seed left out)
   std::vector<int> cells;  // indices into the plan's cells, round order
   Summary tokens_per_sec, step_time_s, val_loss;
   Summary to_target_s, to_target_tokens, to_target_bytes;  // over the cells that reached the target
@@ -45,11 +45,11 @@ struct CellGroup {
 struct Comparison {
   std::vector<CellOutcome> cells;
   std::vector<CellGroup> groups;
-  int baseline = -1;             // index into groups; -1 when no cell finished
-  std::string baseline_source;   // "--baseline", "report.baseline" or "first group"
-  double target_loss = NAN;      // NaN: no target (no loss to default to)
-  std::string target_source;     // "--target-loss", "report.target_loss", "baseline's final val loss"
-  int max_repeats = 0;           // largest group
+  int baseline = -1;            // index into groups; -1 when no cell finished
+  std::string baseline_source;  // "--baseline", "report.baseline" or "first group"
+  double target_loss = NAN;     // NaN: no target (no loss to default to)
+  std::string target_source;    // "--target-loss", "report.target_loss", "baseline's final val loss"
+  int max_repeats = 0;          // largest group
 };
 
 // Throws std::invalid_argument naming the baseline and the groups there are when `options.baseline`

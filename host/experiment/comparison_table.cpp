@@ -28,12 +28,15 @@ std::string ratio_text(const RatioSummary& r) {
   return shown(r.ratio) + " [" + shown(r.low) + ", " + shown(r.high) + "]";
 }
 
-void put(ResultsTable& table, std::map<std::string, std::string>& row, const std::string& column, const std::string& value) {
-  if (std::find(table.columns.begin(), table.columns.end(), column) == table.columns.end()) table.columns.push_back(column);
+void put(ResultsTable& table, std::map<std::string, std::string>& row, const std::string& column,
+         const std::string& value) {
+  if (std::find(table.columns.begin(), table.columns.end(), column) == table.columns.end())
+    table.columns.push_back(column);
   row[column] = value;
 }
 
-void put_summary(ResultsTable& t, std::map<std::string, std::string>& row, const std::string& metric, const Summary& s) {
+void put_summary(ResultsTable& t, std::map<std::string, std::string>& row, const std::string& metric,
+                 const Summary& s) {
   put(t, row, "group." + metric + ".median", s.n ? num(s.median) : "");
   put(t, row, "group." + metric + ".ci95_low", s.has_interval ? num(s.low) : "");
   put(t, row, "group." + metric + ".ci95_high", s.has_interval ? num(s.high) : "");
@@ -84,7 +87,9 @@ std::string comparison_section(const Comparison& c) {
                    "paired round by round (runs interleaved in time), as the geometric mean with a t interval on the "
                    "log ratios. Verdict: faster or slower when the whole interval is above or below 1, otherwise "
                    "not resolved at this noise.\n\n";
-  md += "| group | runs | tokens/s | step time (s) | val loss | tokens/s vs baseline | verdict |\n|---|---|---|---|---|---|---|\n";
+  md +=
+      "| group | runs | tokens/s | step time (s) | val loss | tokens/s vs baseline | verdict "
+      "|\n|---|---|---|---|---|---|---|\n";
   bool lone = false;
   for (std::size_t gi = 0; gi < c.groups.size(); ++gi) {
     const CellGroup& g = c.groups[gi];
@@ -105,15 +110,17 @@ std::string target_note(const Comparison& c, const CellGroup& g, int gi) {
   if (faster && g.reached == 0) return "**more tokens/s than the baseline, but misses the target**";
   if (faster && g.to_target.rounds && g.to_target.ratio > 1)
     return "**more tokens/s than the baseline, but reaches the target later**";
-  if (g.reached > 0 && g.reached < g.finished) return "reached in " + std::to_string(g.reached) + " of " + std::to_string(g.finished) + " runs";
+  if (g.reached > 0 && g.reached < g.finished)
+    return "reached in " + std::to_string(g.reached) + " of " + std::to_string(g.finished) + " runs";
   return "";
 }
 
 std::string target_section(const Comparison& c) {
   std::string md = "## Time to target\n\n";
   if (!std::isfinite(c.target_loss))
-    return md + "No target validation loss: the baseline has no val_loss (set eval.every) and none was given "
-                "(`--target-loss X` or report.target_loss).\n\n";
+    return md +
+           "No target validation loss: the baseline has no val_loss (set eval.every) and none was given "
+           "(`--target-loss X` or report.target_loss).\n\n";
   md += "Target: val loss " + shown(c.target_loss) + " (" + c.target_source +
         "). Wall time (sum of step times), tokens and bytes sent by rank 0 until the evaluated val loss first "
         "reached it, interpolated linearly between evaluations; medians over the runs that reached it, 95% t "
@@ -122,9 +129,8 @@ std::string target_section(const Comparison& c) {
   for (std::size_t g = 0; g < c.groups.size(); ++g)
     if (c.groups[g].finished) order.push_back(static_cast<int>(g));
   std::vector<int> by_speed = order;
-  std::sort(by_speed.begin(), by_speed.end(), [&](int a, int b) {
-    return c.groups[a].tokens_per_sec.median > c.groups[b].tokens_per_sec.median;
-  });
+  std::sort(by_speed.begin(), by_speed.end(),
+            [&](int a, int b) { return c.groups[a].tokens_per_sec.median > c.groups[b].tokens_per_sec.median; });
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     const auto& x = c.groups[a];
     const auto& y = c.groups[b];
@@ -132,8 +138,9 @@ std::string target_section(const Comparison& c) {
     return x.reached > 0 && x.to_target_s.median < y.to_target_s.median;
   });
   bool anyone = false;
-  md += "| rank | group | reached | time to target (s) | tokens to target | bytes sent to target | time vs baseline | "
-        "tokens/s rank | note |\n|---|---|---|---|---|---|---|---|---|\n";
+  md +=
+      "| rank | group | reached | time to target (s) | tokens to target | bytes sent to target | time vs baseline | "
+      "tokens/s rank | note |\n|---|---|---|---|---|---|---|---|---|\n";
   for (std::size_t r = 0; r < order.size(); ++r) {
     const int gi = order[r];
     const CellGroup& g = c.groups[gi];
@@ -147,7 +154,8 @@ std::string target_section(const Comparison& c) {
           (gi == c.baseline ? std::string("1") : ratio_text(g.to_target)) + " | " + std::to_string(speed_rank) + " | " +
           target_note(c, g, gi) + " |\n";
   }
-  if (!anyone) md += "\nNo cell reached the target val loss " + shown(c.target_loss) + ": train longer or give a higher one.\n";
+  if (!anyone)
+    md += "\nNo cell reached the target val loss " + shown(c.target_loss) + ": train longer or give a higher one.\n";
   return md + "\n";
 }
 

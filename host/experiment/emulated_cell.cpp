@@ -59,8 +59,9 @@ EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::str
   const YAML::Node link_node = find_path(root, "launcher.link");
   if (name != "local" && name != "emulated") {
     diag.error(name_node, "launcher.name",
-               "'" + name + "' is not a launcher of experiment files; local (mpirun on this machine) or emulated "
-               "(an emulated cluster on this machine, docs/cluster.md); Slurm is `gradsweep run --launcher slurm`");
+               "'" + name +
+                   "' is not a launcher of experiment files; local (mpirun on this machine) or emulated "
+                   "(an emulated cluster on this machine, docs/cluster.md); Slurm is `gradsweep run --launcher slurm`");
     return emulated;
   }
   if (name == "local") {
@@ -70,10 +71,12 @@ EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::str
     return emulated;
   }
   emulated.enabled = true;
-  if (!network_admin_problem().empty()) diag.error(name_node, "launcher.name", without_key(network_admin_problem(), "launcher.name"));
+  if (!network_admin_problem().empty())
+    diag.error(name_node, "launcher.name", without_key(network_admin_problem(), "launcher.name"));
   if (nodes > cluster::kMaxNodes)
     diag.error(node_or_parent(root, "launcher.nodes"), "launcher.nodes",
-               std::to_string(nodes) + " nodes do not fit one emulated cluster (1 to " + std::to_string(cluster::kMaxNodes) + ")");
+               std::to_string(nodes) + " nodes do not fit one emulated cluster (1 to " +
+                   std::to_string(cluster::kMaxNodes) + ")");
 
   const sdk::Options link = host::resolve_options(link_node, "launcher.link", kLinkSpecs, {}, diag);
   const std::string rate = link.text("bandwidth");
@@ -92,8 +95,9 @@ EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::str
   try {
     emulated.dilation = cluster::parse_dilation(dilation);
   } catch (const std::invalid_argument&) {
-    diag.error(dilation_node, "launcher.dilation",
-               "'" + dilation + "' must be a number >= 1 (1: no dilation) or auto (measured when the cluster comes up)");
+    diag.error(
+        dilation_node, "launcher.dilation",
+        "'" + dilation + "' must be a number >= 1 (1: no dilation) or auto (measured when the cluster comes up)");
   }
   if (emulated.link_bits_per_second > 0 && emulated.dilation >= 1.0 &&
       static_cast<double>(emulated.link_bits_per_second) / emulated.dilation < 8000.0)

@@ -15,16 +15,16 @@ using host::Diagnostics;
 
 namespace {
 
-const std::vector<std::string> kCellSections{"model", "strategy", "data",    "train",  "eval",
-                                             "checkpoint", "metrics", "runtime", "plugins"};
+const std::vector<std::string> kCellSections{"model",      "strategy", "data",    "train",  "eval",
+                                             "checkpoint", "metrics",  "runtime", "plugins"};
 
 YAML::Node parse(const std::string& text, const std::string& file, const std::vector<std::string>& overrides) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw ConfigError({file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " +
-                       e.msg});
+    throw ConfigError(
+        {file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg});
   }
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw ConfigError({file + ": expected a mapping at the top level"});
@@ -37,7 +37,8 @@ YAML::Node parse(const std::string& text, const std::string& file, const std::ve
 const std::vector<std::string>& cell_sections() { return kCellSections; }
 
 const std::vector<std::string>& sweep_keys() {
-  static const std::vector<std::string> keys{"name", "description", "launcher", "matrix", "exclude", "include", "repeat", "report"};
+  static const std::vector<std::string> keys{"name",    "description", "launcher", "matrix",
+                                             "exclude", "include",     "repeat",   "report"};
   return keys;
 }
 
@@ -69,15 +70,15 @@ ExperimentFile load_experiment_file(const fs::path& file, const std::vector<std:
       return std::find(keys.begin(), keys.end(), key) != keys.end();
     };
     if (!known(sweep_keys()) && !known(kCellSections))
-      diag.error(item.first, key,
-                 "unknown top-level key; a cell's sections (model, strategy, data, train, eval, checkpoint, metrics, "
-                 "runtime, plugins) or the sweep's (name, description, launcher, matrix, exclude, include, repeat, report)");
+      diag.error(
+          item.first, key,
+          "unknown top-level key; a cell's sections (model, strategy, data, train, eval, checkpoint, metrics, "
+          "runtime, plugins) or the sweep's (name, description, launcher, matrix, exclude, include, repeat, report)");
   }
   for (const char* key : {"name", "description"})
     if (const YAML::Node n = exp.root[key]; n && !n.IsScalar()) diag.error(n, key, "expected a string");
   for (const char* key : {"launcher", "matrix"})
-    if (const YAML::Node n = exp.root[key]; n && !n.IsNull() && !n.IsMap())
-      diag.error(n, key, "expected a mapping");
+    if (const YAML::Node n = exp.root[key]; n && !n.IsNull() && !n.IsMap()) diag.error(n, key, "expected a mapping");
   for (const char* key : {"exclude", "include"})
     if (const YAML::Node n = exp.root[key]; n && !n.IsNull() && !n.IsSequence())
       diag.error(n, key, "expected a list of mappings (axis: value)");

@@ -27,9 +27,9 @@ struct ExperimentFile {
   std::filesystem::path file;      // absolute
   std::filesystem::path base_dir;  // relative paths in the file are resolved against it
   std::string name;
-  std::string text;                // the file as read
+  std::string text;                    // the file as read
   std::vector<std::string> overrides;  // --set, applied to the whole file (matrix.* included)
-  YAML::Node root;                 // text parsed, overrides applied
+  YAML::Node root;                     // text parsed, overrides applied
   // Problems of the file's top level (unknown keys, sections of the wrong shape), reported together
   // with those of the cells by plan_sweep rather than alone.
   std::vector<std::string> problems;

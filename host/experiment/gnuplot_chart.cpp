@@ -119,13 +119,16 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
        << "set termoption noenhanced\n"  // titles are config values: lstm_lm is no subscript
        << "set grid\n"
        << (below ? "set bmargin " + std::to_string(chart.series.size() + 4) +  // the x label, then the key
-                       "\nset key bmargin left Left reverse vertical maxrows " + std::to_string(chart.series.size()) + "\n"
+                       "\nset key bmargin left Left reverse vertical maxrows " + std::to_string(chart.series.size()) +
+                       "\n"
                  : std::string("set key outside right top\n"));
     // A point on the frame hides its marker: room beside the first and last node counts, and, for axes from
     // zero (autoscale would start a throughput axis at its smallest point), above the largest value.
     const char* top = chart.y_from_zero ? "graph 0.05" : "0";
-    if (chart.integer_x) gp << "set xtics 1\nset offsets 0.25, 0.25, " << top << ", 0\n";
-    else if (chart.y_from_zero) gp << "set offsets 0, 0, " << top << ", 0\n";
+    if (chart.integer_x)
+      gp << "set xtics 1\nset offsets 0.25, 0.25, " << top << ", 0\n";
+    else if (chart.y_from_zero)
+      gp << "set offsets 0, 0, " << top << ", 0\n";
     if (chart.y_from_zero) gp << "set yrange [0:*]\n";
     if (chart.log_x) gp << "set logscale x 2\nset offsets graph 0.03, graph 0.03, " << top << ", 0\n";
     gp << "plot ";
@@ -135,7 +138,7 @@ fs::path render_chart(const Chart& chart, const fs::path& dir) {
       gp << (i ? ", \\\n     " : "") << quoted(data.string()) << " index " << i
          << (chart.series[i].errors.empty() ? " using 1:2 with "
                                             : " using ($1+" + std::to_string(dodge) + "):2:3:4 with ")
-         << (!chart.series[i].errors.empty() ? "yerrorlines"
+         << (!chart.series[i].errors.empty()  ? "yerrorlines"
              : !chart.series[i].style.empty() ? chart.series[i].style
              : chart.points                   ? "linespoints"
                                               : "lines")

@@ -22,7 +22,7 @@ struct Chart {
   std::string stem;  // file name without extension
   std::string title, xlabel, ylabel;
   std::vector<ChartSeries> series;
-  bool points = true;    // marks at each point (false: lines only, for long curves)
+  bool points = true;  // marks at each point (false: lines only, for long curves)
   bool integer_x = false;
   bool y_from_zero = false;  // quantities whose zero means something (tokens/s, bytes): no cut axis
   bool log_x = false;        // base-2 logarithmic x axis (node counts 1..64)

@@ -43,10 +43,10 @@ namespace gradsweep::experiment {
 // ignores them. Values are as written in YAML; a launcher that puts them in a script must quote them.
 struct SlurmSettings {
   std::string partition, account, time, qos, constraint;
-  int gpus_per_node = 0;                // 0 = do not ask for GPUs
-  int cpus_per_task = 0;                // 0 = let Slurm decide
-  std::vector<std::string> extra;       // extra "#SBATCH" option lines, e.g. "--mail-type=END"
-  int max_concurrent = 0;               // array throttle (--array=...%P); 0 = no cap
+  int gpus_per_node = 0;           // 0 = do not ask for GPUs
+  int cpus_per_task = 0;           // 0 = let Slurm decide
+  std::vector<std::string> extra;  // extra "#SBATCH" option lines, e.g. "--mail-type=END"
+  int max_concurrent = 0;          // array throttle (--array=...%P); 0 = no cap
 };
 
 // launcher.name: emulated (launcher_emulated.hpp): the cell's nodes are network namespaces on this machine
@@ -59,24 +59,24 @@ struct EmulatedCluster {
 
 // One cell, ready to launch. Everything a launcher needs is here; paths are absolute.
 struct PlannedCell {
-  std::string id;                       // directory name under DIR/cells
-  std::string config_hash;              // 16 hex digits: hash of the fully resolved configuration (cell_id.hpp)
-  std::filesystem::path dir;            // DIR/cells/<id>
-  std::filesystem::path config_file;    // DIR/cells/<id>/cell.yaml
+  std::string id;                     // directory name under DIR/cells
+  std::string config_hash;            // 16 hex digits: hash of the fully resolved configuration (cell_id.hpp)
+  std::filesystem::path dir;          // DIR/cells/<id>
+  std::filesystem::path config_file;  // DIR/cells/<id>/cell.yaml
   // One rank's command: {gradsweep binary, "train", config_file, "--out", dir}. A launcher wraps it in
   // mpirun / srun; command.txt holds the full line it actually ran.
   std::vector<std::string> rank_command;
   int nodes = 1;
   int ranks_per_node = 1;
-  int threads_per_rank = 0;             // 0 = `gradsweep train` decides (cores / ranks on the node)
+  int threads_per_rank = 0;  // 0 = `gradsweep train` decides (cores / ranks on the node)
   int gpus_per_node = 0;
-  std::string time_limit;               // Slurm time format ("HH:MM:SS", "D-HH:MM:SS"); "" = none
-  std::int64_t steps = 0;               // train.steps, for progress and ETA
+  std::string time_limit;  // Slurm time format ("HH:MM:SS", "D-HH:MM:SS"); "" = none
+  std::int64_t steps = 0;  // train.steps, for progress and ETA
   SlurmSettings slurm;
   EmulatedCluster emulated;
   // Matrix axes of this cell in the matrix's order, as (axis name, value as text): "strategy" -> "ring".
   std::vector<std::pair<std::string, std::string>> axes;
-  int repeat = 0;                       // 0-based repetition index (repeat: seeds)
+  int repeat = 0;  // 0-based repetition index (repeat: seeds)
 
   int world_size() const { return nodes * ranks_per_node; }
 };
@@ -103,8 +103,8 @@ struct LaunchOptions {
 
 struct LaunchResult {
   int ok = 0, failed = 0, timeout = 0, interrupted = 0;
-  int submitted = 0;       // slurm with --no-wait or --dry-run: cells handed over but not finished
-  bool stopped = false;    // stop_requested or fail_fast ended the run early
+  int submitted = 0;     // slurm with --no-wait or --dry-run: cells handed over but not finished
+  bool stopped = false;  // stop_requested or fail_fast ended the run early
 };
 
 class Launcher {

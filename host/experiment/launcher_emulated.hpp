@@ -6,8 +6,8 @@
 // One cluster per cell rather than one per sweep: cells of one shape are rarely adjacent (repeats are
 // interleaved, run_order.hpp), bringing a cluster up and down takes seconds (4 s each for 2 nodes at load
 // 13 on 2 cores) against a cell's minutes, and a cluster that lives exactly as long as its cell is the one
-// that is certainly torn down (and, with dilation: auto, measured under the load of the moment). The cluster belongs to this process
-// (cluster_owner.hpp): if the launcher is SIGKILLed, the kernel sends mpirun SIGTERM, and the next
+// that is certainly torn down (and, with dilation: auto, measured under the load of the moment). The cluster belongs to
+// this process (cluster_owner.hpp): if the launcher is SIGKILLed, the kernel sends mpirun SIGTERM, and the next
 // `gradsweep run` or `cluster up` removes what is left.
 //
 // The cluster's shape (nodes, ranks per node, link rate, dilation, its name) goes into the cell's

@@ -135,8 +135,9 @@ std::vector<std::string> local_command(const PlannedCell& cell, int threads) {
 std::vector<std::string> mpirun_command(int world, int threads, const std::vector<std::string>& rank_argv,
                                         const std::vector<std::string>& extra_env) {
   if (world == 1) return rank_argv;
-  std::vector<std::string> mpirun{"mpirun", "--oversubscribe", "--bind-to", "none",
-                                  "-np", std::to_string(world), "-x", "OMP_NUM_THREADS=" + std::to_string(threads)};
+  std::vector<std::string> mpirun{
+      "mpirun", "--oversubscribe",     "--bind-to", "none",
+      "-np",    std::to_string(world), "-x",        "OMP_NUM_THREADS=" + std::to_string(threads)};
   // Variables the ranks need from the driver's environment, when set.
   for (const host::env::Variable& var : host::env::registry())
     if (var.forwarded && host::env::raw(var.name)) mpirun.insert(mpirun.end(), {"-x", var.name});

@@ -1,7 +1,7 @@
 #pragma once
-// Runs cells one after another on this machine, repeats interleaved (run_order.hpp): `mpirun --oversubscribe --bind-to none -np N` for N =
-// nodes x ranks_per_node ranks (a plain process for one rank). More ranks than cores is allowed: the
-// ranks then share the cores, each with cores / ranks threads (at least one) unless the cell says.
+// Runs cells one after another on this machine, repeats interleaved (run_order.hpp): `mpirun --oversubscribe --bind-to
+// none -np N` for N = nodes x ranks_per_node ranks (a plain process for one rank). More ranks than cores is allowed:
+// the ranks then share the cores, each with cores / ranks threads (at least one) unless the cell says.
 //
 // A failing cell is recorded (status failed, with the last error line of its logs) and the next one
 // starts, unless fail_fast. When stop_requested turns true (Ctrl-C), the running job gets SIGTERM (then

@@ -23,9 +23,12 @@ std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const long s = std::lround(seconds);
   std::ostringstream out;
-  if (s >= 3600) out << s / 3600 << "h" << s % 3600 / 60 << "m";
-  else if (s >= 60) out << s / 60 << "m" << s % 60 << "s";
-  else out << s << "s";
+  if (s >= 3600)
+    out << s / 3600 << "h" << s % 3600 / 60 << "m";
+  else if (s >= 60)
+    out << s / 60 << "m" << s % 60 << "s";
+  else
+    out << s << "s";
   return out.str();
 }
 
@@ -42,14 +45,17 @@ std::optional<LatestStep> read_latest_step(const std::filesystem::path& cell_dir
   const auto end = tail.rfind('\n');
   if (end == std::string::npos) return std::nullopt;
   const auto begin = tail.rfind('\n', end == 0 ? 0 : end - 1);
-  const std::string line = tail.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1));
+  const std::string line =
+      tail.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1));
   try {
     const auto j = nlohmann::json::parse(line);
     LatestStep s;
     s.step = j.value("step", std::int64_t{-1});
     s.tokens_per_sec = j.value("tokens_per_sec", 0.0);
-    if (j.contains("time_s") && j["time_s"].is_object()) s.step_time_s = j["time_s"].value("step", 0.0);
-    else s.step_time_s = j.value("time_s.step", 0.0);
+    if (j.contains("time_s") && j["time_s"].is_object())
+      s.step_time_s = j["time_s"].value("step", 0.0);
+    else
+      s.step_time_s = j.value("time_s.step", 0.0);
     return s;
   } catch (const std::exception&) {
     return std::nullopt;
@@ -113,8 +119,10 @@ void ProgressDisplay::cell_finished(const PlannedCell& cell, const CellStatus& s
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - cell_start_).count();
   ++finished_this_run_;
   seconds_per_finished_cell_ += (seconds - seconds_per_finished_cell_) / finished_this_run_;
-  if (status.state == CellState::Ok) ++done_;
-  else ++failed_;
+  if (status.state == CellState::Ok)
+    ++done_;
+  else
+    ++failed_;
   std::ostringstream line;
   line << "[" << done_ << "/" << total_ << " done" << (failed_ ? ", " + std::to_string(failed_) + " failed" : "")
        << "] cell " << cell.id << " (" << axes_text(cell) << "): " << to_string(status.state) << " in "

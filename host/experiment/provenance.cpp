@@ -77,7 +77,8 @@ const nlohmann::json& machine_provenance() {
                      {"gpu", gpu.empty() ? "none" : gpu}};
 #if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
     j["nccl"] = version_code(GRADSWEEP_NCCL_VERSION);
-    j["cuda"] = std::to_string(GRADSWEEP_CUDA_VERSION / 1000) + "." + std::to_string(GRADSWEEP_CUDA_VERSION % 1000 / 10);
+    j["cuda"] =
+        std::to_string(GRADSWEEP_CUDA_VERSION / 1000) + "." + std::to_string(GRADSWEEP_CUDA_VERSION % 1000 / 10);
 #else
     j["nccl"] = "none (built without NCCL)";
     j["cuda"] = "none (built without CUDA)";

@@ -66,7 +66,8 @@ std::vector<ChartSeries> per_line(const SweepPlan& plan, const Comparison& c, bo
     for (const auto& [x, vs] : values[name]) {
       const Summary sum = summarize(vs);
       s.points.emplace_back(x, sum.median);
-      if (bars) s.errors.emplace_back(sum.has_interval ? sum.low : sum.median, sum.has_interval ? sum.high : sum.median);
+      if (bars)
+        s.errors.emplace_back(sum.has_interval ? sum.low : sum.median, sum.has_interval ? sum.high : sum.median);
     }
     out.push_back(std::move(s));
   }
@@ -106,7 +107,8 @@ void add_loss_charts(const SweepPlan& plan, const Comparison& c, std::vector<Cha
   Chart by_time{"loss_time", "Training loss vs wall-clock time", "seconds", "loss (nats)", {}, false, false};
   for (std::size_t k = 0; k < shown.size(); ++k) {
     const std::size_t i = shown[k];
-    const std::string label = uses[labels[k]] > 1 ? labels[k] + " run " + std::to_string(c.cells[i].round + 1) : labels[k];
+    const std::string label =
+        uses[labels[k]] > 1 ? labels[k] + " run " + std::to_string(c.cells[i].round + 1) : labels[k];
     auto [s, t] = loss_curves(plan.cells[i].dir, label);
     by_step.series.push_back(std::move(s));
     by_time.series.push_back(std::move(t));
@@ -121,8 +123,11 @@ Chart step_breakdown_chart(const SweepPlan& plan, const Comparison& c) {
   Chart chart{"step_breakdown", "Step time by part (mean over ranks)", "cell", "ms per step", {}, false, false};
   chart.stacked = true;
   const std::vector<std::pair<const char*, std::vector<const char*>>> parts{
-      {"compute", {"compute_s"}}, {"exposed comm", {"exposed_comm_s"}}, {"wait for ranks", {"wait_s"}},
-      {"update", {"update_s"}}, {"data + other", {"data_s", "other_s", "unaccounted_s"}}};
+      {"compute", {"compute_s"}},
+      {"exposed comm", {"exposed_comm_s"}},
+      {"wait for ranks", {"wait_s"}},
+      {"update", {"update_s"}},
+      {"data + other", {"data_s", "other_s", "unaccounted_s"}}};
   for (const auto& [title, keys] : parts) chart.series.push_back({title, {}, {}});
   std::vector<AxisValues> items;
   std::vector<std::size_t> shown;
@@ -149,7 +154,9 @@ std::vector<Chart> build_charts(const SweepPlan& plan, const Comparison& c) {
     if (c.cells[i].ok) node_counts.insert(plan.cells[i].nodes);
   const bool by_nodes = node_counts.size() > 1;
   const std::string x = by_nodes ? "nodes" : "ranks (one node)";
-  const auto metric = [&](const char* key) { return [&c, key](std::size_t i) { return number(c.cells[i].summary, key); }; };
+  const auto metric = [&](const char* key) {
+    return [&c, key](std::size_t i) { return number(c.cells[i].summary, key); };
+  };
 
   // One-rank baselines: per line (the same configuration on one rank: a strategy's own scaling), and per
   // model for lines without a one-rank cell (e.g. ring, measured against single): mean tokens/s.
@@ -157,7 +164,8 @@ std::vector<Chart> build_charts(const SweepPlan& plan, const Comparison& c) {
   const auto model_of = [&](std::size_t i) { return c.cells[i].summary.value("model", "?"); };
   const auto names = line_names(plan, c);
   for (std::size_t i = 0; i < plan.cells.size(); ++i)
-    if (c.cells[i].ok && plan.cells[i].world_size() == 1 && std::isfinite(number(c.cells[i].summary, "tokens_per_sec"))) {
+    if (c.cells[i].ok && plan.cells[i].world_size() == 1 &&
+        std::isfinite(number(c.cells[i].summary, "tokens_per_sec"))) {
       for (auto* b : {&base[model_of(i)], &line_base[names[i]]}) {
         b->first += number(c.cells[i].summary, "tokens_per_sec");
         b->second += 1;
@@ -214,10 +222,13 @@ std::string load_section(const SweepPlan& plan, const Comparison& c, std::vector
   }
   if (high == 0) return "";
   char text[160];
-  std::snprintf(text, sizeof text, "%d of %d cells ran while other processes used a quarter of the cores or more "
-                "(the most: %.2f cores during cell %s)", high, known, worst, worst_id.c_str());
+  std::snprintf(text, sizeof text,
+                "%d of %d cells ran while other processes used a quarter of the cores or more "
+                "(the most: %.2f cores during cell %s)",
+                high, known, worst, worst_id.c_str());
   warnings.push_back(std::string("machine load was high: ") + text);
-  return "## Machine load\n\n**" + std::string(text) + ".** Their speed figures are noisier than the others'; "
+  return "## Machine load\n\n**" + std::string(text) +
+         ".** Their speed figures are noisier than the others'; "
          "the intervals above include that noise only when it hit every repeat alike. `load` in "
          "`cells/<id>/provenance.json` has the figures.\n\n";
 }
@@ -284,7 +295,8 @@ Report write_report(const SweepPlan& plan, const ReportOptions& command_line) {
   md += load_section(plan, comparison, report.warnings);
   if (!report.plot_problem.empty()) md += "Plots could not be drawn: " + report.plot_problem + "\n";
   for (std::size_t i = 0; i < report.plots.size(); ++i)
-    md += "## " + charts[i].title + "\n\n![" + charts[i].title + "](plots/" + report.plots[i].filename().string() + ")\n\n";
+    md += "## " + charts[i].title + "\n\n![" + charts[i].title + "](plots/" + report.plots[i].filename().string() +
+          ")\n\n";
   write_results_csv(report.table, plan.out_dir / "results.csv");
   util::write_file_atomically(plan.out_dir / "report.md", md);
   return report;

@@ -28,9 +28,9 @@ struct Report {
   ResultsTable table;
   std::string markdown_table;
   std::vector<std::filesystem::path> plots;
-  std::string plot_problem;  // why plots are missing ("" when all were drawn)
-  std::string comparison_markdown;     // the comparison and time-to-target sections (comparison_table.hpp)
-  std::vector<std::string> warnings;   // target reached by no cell, high machine load
+  std::string plot_problem;           // why plots are missing ("" when all were drawn)
+  std::string comparison_markdown;    // the comparison and time-to-target sections (comparison_table.hpp)
+  std::vector<std::string> warnings;  // target reached by no cell, high machine load
 };
 
 // report.md also compares the cell groups with a baseline (comparison.hpp), steered by the experiment's

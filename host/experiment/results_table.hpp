@@ -13,8 +13,8 @@
 namespace gradsweep::experiment {
 
 struct ResultsTable {
-  std::vector<std::string> columns;                     // id, axes..., status, reason, metrics...
-  std::vector<std::map<std::string, std::string>> rows; // column -> value, parallel to the plan's cells
+  std::vector<std::string> columns;                      // id, axes..., status, reason, metrics...
+  std::vector<std::map<std::string, std::string>> rows;  // column -> value, parallel to the plan's cells
   std::size_t first_metric_column = 0;
 };
 

@@ -28,10 +28,10 @@ double t_quantile_975(int df);
 enum class Verdict { Higher, Lower, NotResolved, NoInterval };
 
 struct RatioSummary {
-  int rounds = 0;            // pairs used
-  double ratio = 0;          // geometric mean of candidate / baseline over the rounds
-  bool has_interval = false; // rounds >= 2
-  double low = 0, high = 0;  // 95% interval of the ratio
+  int rounds = 0;             // pairs used
+  double ratio = 0;           // geometric mean of candidate / baseline over the rounds
+  bool has_interval = false;  // rounds >= 2
+  double low = 0, high = 0;   // 95% interval of the ratio
   Verdict verdict = Verdict::NoInterval;
 };
 

@@ -61,10 +61,12 @@ void parse_repeat_count(const YAML::Node& repeat, Diagnostics& diag, std::vector
   } catch (const YAML::Exception&) {
   }
   if (n < 1)
-    diag.error(repeat["count"], "repeat.count", "expected a positive integer, got '" + value_text(repeat["count"]) + "'");
+    diag.error(repeat["count"], "repeat.count",
+               "expected a positive integer, got '" + value_text(repeat["count"]) + "'");
   else if (n > kMaxRepeats)
-    diag.error(repeat["count"], "repeat.count", value_text(repeat["count"]) + " repetitions is more than the " +
-                                                    std::to_string(kMaxRepeats) + " allowed");
+    diag.error(
+        repeat["count"], "repeat.count",
+        value_text(repeat["count"]) + " repetitions is more than the " + std::to_string(kMaxRepeats) + " allowed");
   else
     seeds.assign(static_cast<std::size_t>(n), std::nullopt);
   if (const YAML::Node v = repeat["vary_seed"]) {
@@ -90,8 +92,9 @@ std::vector<std::optional<std::int64_t>> repeat_seeds(const YAML::Node& root, Di
       if (n < 1)
         diag.error(repeat, "repeat", "expected a positive integer or {seeds: [...]}, got '" + repeat.Scalar() + "'");
       else if (n > kMaxRepeats)
-        diag.error(repeat, "repeat", repeat.Scalar() + " repetitions is more than the " + std::to_string(kMaxRepeats) +
-                                         " allowed (each repetition is a whole run of every cell)");
+        diag.error(repeat, "repeat",
+                   repeat.Scalar() + " repetitions is more than the " + std::to_string(kMaxRepeats) +
+                       " allowed (each repetition is a whole run of every cell)");
       else
         seeds.assign(static_cast<std::size_t>(n), std::nullopt);
     } else if (repeat.IsMap() && repeat["count"]) {
@@ -108,7 +111,8 @@ std::vector<std::optional<std::int64_t>> repeat_seeds(const YAML::Node& root, Di
         }
       }
     } else {
-      diag.error(repeat, "repeat", "expected a positive integer, {seeds: [s1, s2, ...]} or {count: N, vary_seed: false}");
+      diag.error(repeat, "repeat",
+                 "expected a positive integer, {seeds: [s1, s2, ...]} or {count: N, vary_seed: false}");
     }
   }
   return seeds;
@@ -144,11 +148,15 @@ bool within_cell_limit(const YAML::Node& root, const std::vector<Axis>& axes, co
 }  // namespace
 
 std::string axis_path(const std::string& axis) {
-  static const std::map<std::string, std::string> aliases{
-      {"strategy", "strategy.name"},      {"model", "model.name"},
-      {"precision", "strategy.precision"}, {"nodes", "launcher.nodes"},
-      {"ranks_per_node", "launcher.ranks_per_node"}, {"threads", "launcher.threads"},
-      {"seed", "train.seed"}, {"link_bandwidth", "launcher.link.bandwidth"}, {"dilation", "launcher.dilation"}};
+  static const std::map<std::string, std::string> aliases{{"strategy", "strategy.name"},
+                                                          {"model", "model.name"},
+                                                          {"precision", "strategy.precision"},
+                                                          {"nodes", "launcher.nodes"},
+                                                          {"ranks_per_node", "launcher.ranks_per_node"},
+                                                          {"threads", "launcher.threads"},
+                                                          {"seed", "train.seed"},
+                                                          {"link_bandwidth", "launcher.link.bandwidth"},
+                                                          {"dilation", "launcher.dilation"}};
   const auto it = aliases.find(axis);
   return it == aliases.end() ? axis : it->second;
 }
@@ -228,7 +236,7 @@ std::vector<std::vector<int>> all_combinations(const std::vector<std::size_t>& s
 
 // One exclude entry as (axis, wanted values); nullopt when it names something that is not an axis.
 std::optional<std::vector<std::pair<int, YAML::Node>>> exclude_entry(const YAML::Node& entry, const std::string& where,
-                                                                      const std::vector<Axis>& axes, Diagnostics& diag) {
+                                                                     const std::vector<Axis>& axes, Diagnostics& diag) {
   std::vector<std::pair<int, YAML::Node>> wanted;
   bool valid = true;
   for (const auto& item : entry) {
@@ -321,7 +329,8 @@ SweepMatrix expand_matrix(const YAML::Node& root, Diagnostics& diag, std::size_t
   for (const auto& c : combos) base.push_back({c, -1, 0, std::nullopt});
   // An empty matrix is one cell: the base configuration.
   if (matrix_axes == 0) base.clear(), base.push_back({{}, -1, 0, std::nullopt});
-  if (matrix_axes > 0 && combos.empty() && !root["include"]) diag.error(root["matrix"], "exclude", "excludes every cell");
+  if (matrix_axes > 0 && combos.empty() && !root["include"])
+    diag.error(root["matrix"], "exclude", "excludes every cell");
   add_included(root, matrix_axes, m.axes, base, diag);
   add_repeats(base, seeds, m);
   return m;

@@ -34,17 +34,17 @@ struct Axis {
 };
 
 struct MatrixPoint {
-  std::vector<int> value_index;  // per matrix axis; -1 = not set by the matrix (include entries)
-  int include_index = -1;        // >= 0: the cell is include[include_index]
-  int repeat = 0;                // 0-based repetition
+  std::vector<int> value_index;      // per matrix axis; -1 = not set by the matrix (include entries)
+  int include_index = -1;            // >= 0: the cell is include[include_index]
+  int repeat = 0;                    // 0-based repetition
   std::optional<std::int64_t> seed;  // repeat: {seeds: [...]}: this repetition's seed
 };
 
 struct SweepMatrix {
-  std::vector<Axis> axes;            // matrix axes, then keys that only include entries set
-  std::vector<MatrixPoint> points;   // the cells, before deduplication
+  std::vector<Axis> axes;           // matrix axes, then keys that only include entries set
+  std::vector<MatrixPoint> points;  // the cells, before deduplication
   int repeats = 1;
-  bool vary_seed = true;             // false: repeat: {count: N, vary_seed: false}
+  bool vary_seed = true;  // false: repeat: {count: N, vary_seed: false}
 };
 
 // The configuration key an axis name sets ("nodes" -> "launcher.nodes"); other names are paths already.

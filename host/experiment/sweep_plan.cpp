@@ -41,7 +41,8 @@ std::string plugin_options_label(const std::string& axis, const YAML::Node& cell
   std::string options;
   for (const auto& item : section) {
     const std::string key = item.first.as<std::string>();
-    const bool own_axis = std::any_of(axes.begin(), axes.end(), [&](const Axis& a) { return a.path == axis + "." + key; });
+    const bool own_axis =
+        std::any_of(axes.begin(), axes.end(), [&](const Axis& a) { return a.path == axis + "." + key; });
     if (key != "name" && !own_axis) options += (options.empty() ? "" : ",") + key + "=" + value_text(item.second);
   }
   return options.empty() ? "" : "(" + options + ")";
@@ -198,11 +199,11 @@ LauncherSettings resolve_launcher(const YAML::Node& root, Diagnostics& diag) {
 }
 
 // The model's and the strategy's options, validated against the nodes of the experiment file itself.
-std::map<std::string, sdk::Options> resolve_plugin_sections(const YAML::Node& cell, const host::PluginRegistry& registry,
-                                                            Diagnostics& diag) {
+std::map<std::string, sdk::Options> resolve_plugin_sections(const YAML::Node& cell,
+                                                            const host::PluginRegistry& registry, Diagnostics& diag) {
   std::map<std::string, sdk::Options> plugin_options;
-  for (const auto& [section, kind] :
-       {std::pair{std::string("model"), sdk::PluginKind::Model}, {std::string("strategy"), sdk::PluginKind::Strategy}}) {
+  for (const auto& [section, kind] : {std::pair{std::string("model"), sdk::PluginKind::Model},
+                                      {std::string("strategy"), sdk::PluginKind::Strategy}}) {
     const YAML::Node name_node = find_path(cell, section + ".name");
     const bool default_strategy = section == "strategy" && !cell["strategy"];  // as in train
     if (!default_strategy && (!name_node || !name_node.IsScalar())) continue;  // parse_cell_config says so
@@ -261,8 +262,8 @@ int check_with_plugins(const CellTree& tree, const host::CellConfig& config, con
   int computing = std::max(1, world);
   if (const host::PluginRecord* strategy = registry.try_find(sdk::PluginKind::Strategy, config.strategy_name);
       strategy != nullptr && plugin_options.count("strategy") && options_valid && world >= 1) {
-    const host::PlanVerdict verdict = check_planned_strategy(*strategy, config, nodes, per_node,
-                                                             plugin_options["strategy"], model_info ? &*model_info : nullptr);
+    const host::PlanVerdict verdict = check_planned_strategy(
+        *strategy, config, nodes, per_node, plugin_options["strategy"], model_info ? &*model_info : nullptr);
     if (!verdict.refusal.empty()) {
       const std::string key = host::refusal_key(verdict, nodes);
       diag.error(node_for_key(tree.root, key, false), key, verdict.refusal);
@@ -290,14 +291,16 @@ void check_batch_and_data(const YAML::Node& cell, const host::CellConfig& config
   for (const auto& [key, path] : {std::pair{"data.train", config.train_data}, {"data.val", config.val_data}})
     if (!fs::exists(path))
       diag.error(node_for_key(cell, key, false), key,
-                 "no such file: " + path.string() + " (relative paths are relative to the experiment file; "
-                 "`gradsweep prepare` makes shards)");
+                 "no such file: " + path.string() +
+                     " (relative paths are relative to the experiment file; "
+                     "`gradsweep prepare` makes shards)");
 }
 
 // The launcher's threads per rank unless the cell sets its own.
 int threads_per_rank(const LauncherSettings& launch, const host::CellConfig& config) {
-  return launch.launcher.integer("threads") > 0 && config.threads == 0 ? static_cast<int>(launch.launcher.integer("threads"))
-                                                                       : static_cast<int>(config.threads);
+  return launch.launcher.integer("threads") > 0 && config.threads == 0
+             ? static_cast<int>(launch.launcher.integer("threads"))
+             : static_cast<int>(config.threads);
 }
 
 // The resolved configuration: what the ranks read, and what the id is a hash of.
@@ -340,9 +343,14 @@ PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSettings& lau
   cell.gpus_per_node = static_cast<int>(slurm.integer("gpus_per_node"));
   cell.time_limit = slurm.text("time");
   cell.steps = config.train.steps;
-  cell.slurm = {slurm.text("partition"), slurm.text("account"),    slurm.text("time"),
-                slurm.text("qos"),       slurm.text("constraint"), cell.gpus_per_node,
-                static_cast<int>(slurm.integer("cpus_per_task")), launch.extra,
+  cell.slurm = {slurm.text("partition"),
+                slurm.text("account"),
+                slurm.text("time"),
+                slurm.text("qos"),
+                slurm.text("constraint"),
+                cell.gpus_per_node,
+                static_cast<int>(slurm.integer("cpus_per_task")),
+                launch.extra,
                 static_cast<int>(slurm.integer("max_concurrent"))};
   cell.emulated = launch.emulated;
   cell.repeat = point.repeat;
@@ -431,7 +439,8 @@ std::vector<fs::path> experiment_plugin_path(const ExperimentFile& experiment) {
   const YAML::Node paths = find_path(experiment.root, "plugins.paths");
   if (paths && paths.IsSequence())
     for (const auto& p : paths)
-      if (p.IsScalar()) extra.push_back(fs::path(p.Scalar()).is_absolute() ? fs::path(p.Scalar()) : experiment.base_dir / p.Scalar());
+      if (p.IsScalar())
+        extra.push_back(fs::path(p.Scalar()).is_absolute() ? fs::path(p.Scalar()) : experiment.base_dir / p.Scalar());
   return host::PluginRegistry::search_path(extra);
 }
 
@@ -522,7 +531,8 @@ void write_plan(const SweepPlan& plan, const std::string& experiment_text) {
                      {"repeat", c.repeat},
                      {"rank_command", c.rank_command}});
     if (c.emulated.enabled)
-      cells.back()["emulated"] = {{"link_bits_per_second", c.emulated.link_bits_per_second}, {"dilation", c.emulated.dilation}};
+      cells.back()["emulated"] = {{"link_bits_per_second", c.emulated.link_bits_per_second},
+                                  {"dilation", c.emulated.dilation}};
   }
   const nlohmann::json j{{"name", plan.name}, {"axes", plan.axes}, {"cells", cells}};
   util::write_file_atomically(plan.out_dir / "plan.json", j.dump(2) + "\n");
@@ -532,7 +542,8 @@ void write_plan(const SweepPlan& plan, const std::string& experiment_text) {
 SweepPlan read_plan(const fs::path& out_dir) {
   const fs::path file = out_dir / "plan.json";
   std::ifstream in(file);
-  if (!in) throw std::runtime_error(file.string() + ": not found; is " + out_dir.string() + " the output of `gradsweep run`?");
+  if (!in)
+    throw std::runtime_error(file.string() + ": not found; is " + out_dir.string() + " the output of `gradsweep run`?");
   const nlohmann::json j = nlohmann::json::parse(in);
   SweepPlan plan;
   plan.name = j.at("name");
@@ -554,7 +565,8 @@ SweepPlan read_plan(const fs::path& out_dir) {
     cell.repeat = c.value("repeat", 0);
     cell.rank_command = c.value("rank_command", std::vector<std::string>{});
     if (c.contains("emulated"))
-      cell.emulated = {true, c["emulated"].value("link_bits_per_second", std::uint64_t{0}), c["emulated"].value("dilation", 1.0)};
+      cell.emulated = {true, c["emulated"].value("link_bits_per_second", std::uint64_t{0}),
+                       c["emulated"].value("dilation", 1.0)};
     plan.cells.push_back(std::move(cell));
   }
   return plan;

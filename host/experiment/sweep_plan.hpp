@@ -20,10 +20,10 @@ namespace gradsweep::experiment {
 struct SweepPlan {
   std::string name;
   std::filesystem::path out_dir;
-  std::vector<std::string> axes;        // axis names, in display order
-  std::vector<PlannedCell> cells;       // unique by id, in matrix order
-  std::vector<std::string> cell_yaml;   // resolved cell.yaml text, parallel to cells (empty: not asked for)
-  int duplicates = 0;                   // points that resolved to a cell already planned
+  std::vector<std::string> axes;       // axis names, in display order
+  std::vector<PlannedCell> cells;      // unique by id, in matrix order
+  std::vector<std::string> cell_yaml;  // resolved cell.yaml text, parallel to cells (empty: not asked for)
+  int duplicates = 0;                  // points that resolved to a cell already planned
   // How much work the plan took, for the test that keeps planning linear in the cells: cells built (a
   // cell with a problem is built twice, the second time from the file for positions) and cell YAML
   // texts emitted.
@@ -44,8 +44,8 @@ SweepPlan plan_sweep(const ExperimentFile& experiment, const std::filesystem::pa
 // The plugin search path of an experiment: its plugins.paths (relative to the file), then the defaults.
 std::vector<std::filesystem::path> experiment_plugin_path(const ExperimentFile& experiment);
 
-// Writes DIR/cells/<id>/cell.yaml for every cell (the plan must have been made with CellFiles::Make) (atomically, only when the content changed) and
-// DIR/plan.json.
+// Writes DIR/cells/<id>/cell.yaml for every cell (the plan must have been made with CellFiles::Make) (atomically, only
+// when the content changed) and DIR/plan.json.
 void write_plan(const SweepPlan& plan, const std::string& experiment_text);
 
 // DIR/plan.json, for `gradsweep status` and `gradsweep report` (throws when missing).

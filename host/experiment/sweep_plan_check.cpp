@@ -35,9 +35,8 @@ std::pair<std::string, sdk::CommFeatures> planned_backend(const host::CellConfig
 
 }  // namespace
 
-host::PlanVerdict check_planned_strategy(const host::PluginRecord& strategy, const host::CellConfig& config,
-                                         int nodes, int ranks_per_node, const sdk::Options& options,
-                                         const sdk::ModelInfo* model) {
+host::PlanVerdict check_planned_strategy(const host::PluginRecord& strategy, const host::CellConfig& config, int nodes,
+                                         int ranks_per_node, const sdk::Options& options, const sdk::ModelInfo* model) {
   const int world = nodes * ranks_per_node;
   const auto [backend, features] = planned_backend(config, world);
   sdk::PlanFacts facts;

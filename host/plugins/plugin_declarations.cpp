@@ -36,8 +36,7 @@ PlanVerdict check_declared(const PluginRecord& record, const sdk::StrategyCapabi
             "backend"};
   const std::string device = facts.device;
   const sdk::DeviceKinds kind = device.rfind("cuda", 0) == 0 ? sdk::kCuda : sdk::kCpu;
-  if ((caps.devices & kind) == 0)
-    return {who + " does not run on device '" + device + "'", "device"};
+  if ((caps.devices & kind) == 0) return {who + " does not run on device '" + device + "'", "device"};
   return {};
 }
 

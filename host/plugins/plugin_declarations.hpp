@@ -21,7 +21,6 @@ OptionChoices option_choices(const PluginRecord& record);
 // nullptr when the plugin declares none.
 const sdk::StrategyCapabilities* declared_capabilities(const PluginRecord& record);
 
-
 struct PlanVerdict {
   std::string refusal;  // empty: the cell can run
   std::string about;    // sdk::PlanAnswer::about: "ranks", "backend", "device", "model", an option key, or ""

@@ -10,9 +10,16 @@
 
 namespace gradsweep::host {
 
-template <class Abi> constexpr sdk::PluginKind kind_of();
-template <> constexpr sdk::PluginKind kind_of<sdk::ModelAbi>() { return sdk::PluginKind::Model; }
-template <> constexpr sdk::PluginKind kind_of<sdk::StrategyAbi>() { return sdk::PluginKind::Strategy; }
+template <class Abi>
+constexpr sdk::PluginKind kind_of();
+template <>
+constexpr sdk::PluginKind kind_of<sdk::ModelAbi>() {
+  return sdk::PluginKind::Model;
+}
+template <>
+constexpr sdk::PluginKind kind_of<sdk::StrategyAbi>() {
+  return sdk::PluginKind::Strategy;
+}
 
 template <class Abi>
 class PluginInstance {
@@ -42,8 +49,8 @@ class PluginInstance {
   // Runs a boundary call and turns a failed Status into an exception naming the plugin.
   void call(const sdk::Status& status, const char* what) const {
     if (!status.ok)
-      throw std::runtime_error(std::string(sdk::to_string(record_->kind)) + " '" + record_->name + "' " + what +
-                               ": " + status.message);
+      throw std::runtime_error(std::string(sdk::to_string(record_->kind)) + " '" + record_->name + "' " + what + ": " +
+                               status.message);
   }
 
  private:

@@ -36,8 +36,8 @@ bool looks_like_library(const fs::path& p) {
 std::string describe(const sdk::BuildFingerprint& b) {
   std::ostringstream out;
   out << "torch " << b.torch_major << '.' << b.torch_minor << ", cxx11-abi " << b.cxx11_abi << ", "
-      << std::string(b.compiler, strnlen(b.compiler, sizeof b.compiler)) << ", cuda "
-      << version_text(b.cuda_version, 3) << ", nccl " << version_text(b.nccl_version, 5);
+      << std::string(b.compiler, strnlen(b.compiler, sizeof b.compiler)) << ", cuda " << version_text(b.cuda_version, 3)
+      << ", nccl " << version_text(b.nccl_version, 5);
   return out.str();
 }
 

@@ -55,8 +55,9 @@ LinkModel fit_link(std::vector<LinkPoint> points) {
   double alpha = (t1 * s22 - t2 * s12) / det, gamma = (s11 * t2 - s12 * t1) / det;
   if (alpha < 0) alpha = 0, gamma = t2 / s22;  // latency cannot be negative: bandwidth alone
   if (!(gamma > 0))
-    throw std::invalid_argument("link fit: the time does not grow with the size (bandwidth would be infinite or "
-                                "negative); measure larger sizes (--max-bytes)");
+    throw std::invalid_argument(
+        "link fit: the time does not grow with the size (bandwidth would be infinite or "
+        "negative); measure larger sizes (--max-bytes)");
   LinkModel link;
   link.alpha_s = alpha;
   link.beta_bytes_per_s = 1.0 / gamma;
@@ -77,7 +78,8 @@ std::vector<LinkPoint> read_bench_points(const std::filesystem::path& file, cons
   std::vector<LinkPoint> points;
   for (const auto& r : j["results"]) {
     if (!r.contains(algorithm)) continue;
-    points.push_back({j["ranks"].get<int>(), r["bytes"].get<double>(), r[algorithm]["time_us"].get<double>() * 1e-6, 0});
+    points.push_back(
+        {j["ranks"].get<int>(), r["bytes"].get<double>(), r[algorithm]["time_us"].get<double>() * 1e-6, 0});
   }
   if (points.empty())
     throw std::invalid_argument("bench file " + file.string() + ": no timings of the '" + algorithm +
@@ -89,10 +91,15 @@ LinkModel parse_link_text(const std::string& text) {
   const auto at = text.find('@');
   const std::string rate = text.substr(0, at);
   LinkModel link;
-  link.beta_bytes_per_s =
-      scaled(rate, {{"bit", 1.0 / 8}, {"kbit", 1e3 / 8}, {"Mbit", 1e6 / 8}, {"Gbit", 1e9 / 8}, {"Tbit", 1e12 / 8},
-                    {"MB/s", 1e6}, {"GB/s", 1e9}},
-             "a rate such as 10Gbit, 100Mbit or 2GB/s, optionally @ a latency such as @5us");
+  link.beta_bytes_per_s = scaled(rate,
+                                 {{"bit", 1.0 / 8},
+                                  {"kbit", 1e3 / 8},
+                                  {"Mbit", 1e6 / 8},
+                                  {"Gbit", 1e9 / 8},
+                                  {"Tbit", 1e12 / 8},
+                                  {"MB/s", 1e6},
+                                  {"GB/s", 1e9}},
+                                 "a rate such as 10Gbit, 100Mbit or 2GB/s, optionally @ a latency such as @5us");
   if (at != std::string::npos)
     link.alpha_s = scaled(text.substr(at + 1), {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}},
                           "a latency such as 5us, 1ms or 200ns after '@'");
@@ -103,10 +110,17 @@ LinkModel parse_link_text(const std::string& text) {
 nlohmann::json to_json(const LinkModel& link) {
   nlohmann::json points = nlohmann::json::array();
   for (const auto& p : link.points)
-    points.push_back({{"ranks", p.ranks}, {"bytes", p.bytes}, {"seconds", p.seconds}, {"predicted_s", p.predicted},
-                      {"residual_s", p.residual()}, {"relative_residual", p.seconds > 0 ? p.residual() / p.seconds : 0}});
-  return {{"alpha_s", link.alpha_s}, {"beta_bytes_per_s", link.beta_bytes_per_s}, {"source", link.source},
-          {"rms_residual_s", link.rms_residual_s()}, {"points", points}};
+    points.push_back({{"ranks", p.ranks},
+                      {"bytes", p.bytes},
+                      {"seconds", p.seconds},
+                      {"predicted_s", p.predicted},
+                      {"residual_s", p.residual()},
+                      {"relative_residual", p.seconds > 0 ? p.residual() / p.seconds : 0}});
+  return {{"alpha_s", link.alpha_s},
+          {"beta_bytes_per_s", link.beta_bytes_per_s},
+          {"source", link.source},
+          {"rms_residual_s", link.rms_residual_s()},
+          {"points", points}};
 }
 
 LinkModel link_from_json(const nlohmann::json& j) {
@@ -116,7 +130,8 @@ LinkModel link_from_json(const nlohmann::json& j) {
   link.source = j.value("source", "");
   if (j.contains("points"))
     for (const auto& p : j["points"])
-      link.points.push_back({p.value("ranks", 2), p.value("bytes", 0.0), p.value("seconds", 0.0), p.value("predicted_s", 0.0)});
+      link.points.push_back(
+          {p.value("ranks", 2), p.value("bytes", 0.0), p.value("seconds", 0.0), p.value("predicted_s", 0.0)});
   return link;
 }
 

@@ -27,9 +27,9 @@ struct LinkPoint {
 };
 
 struct LinkModel {
-  double alpha_s = 0;          // latency per hop
-  double beta_bytes_per_s = 0; // bandwidth per rank and direction
-  std::string source;          // "fit of FILE, FILE" or "--links inter=10Gbit@5us"
+  double alpha_s = 0;             // latency per hop
+  double beta_bytes_per_s = 0;    // bandwidth per rank and direction
+  std::string source;             // "fit of FILE, FILE" or "--links inter=10Gbit@5us"
   std::vector<LinkPoint> points;  // empty for a model given on the command line
   bool valid() const { return beta_bytes_per_s > 0; }
   // Seconds to move `bytes` (one rank's bytes in one direction) over `ranks` in `calls` collectives.

@@ -41,7 +41,8 @@ std::string text(double v, const char* format = "%.3g") {
 
 class Projector {
  public:
-  Projector(const experiment::SweepPlan& plan, const ProjectionSetup& setup, const std::string& experiment, Projection& out)
+  Projector(const experiment::SweepPlan& plan, const ProjectionSetup& setup, const std::string& experiment,
+            Projection& out)
       : plan_(plan), setup_(setup), experiment_(experiment), out_(out) {}
 
   // The link a configuration's communication crosses, or nullptr (and a missing entry) when it is not known.
@@ -49,13 +50,16 @@ class Projector {
     const LinkModel& l = inter ? setup_.inter : setup_.intra;
     if (l.valid()) return &l;
     if (inter)
-      need(cell, "inter-node link: fit it from a benchmark on two nodes (docs/projection.md: `gradsweep cluster up --nodes 2 "
+      need(cell,
+           "inter-node link: fit it from a benchmark on two nodes (docs/projection.md: `gradsweep cluster up --nodes 2 "
            "...`, then `gradsweep cluster exec NAME -- mpirun ... gradsweep bench comm --algorithms ring --json "
            "bench-inter.json`) and give `--bench inter=bench-inter.json`, or give a rate: `gradsweep project " +
-           experiment_ + " --links inter=10Gbit@20us`");
+               experiment_ + " --links inter=10Gbit@20us`");
     else
-      need(cell, "intra-node link: `mpirun -np 2 gradsweep bench comm --algorithms ring --json bench-intra.json`, then "
-           "`gradsweep project " + experiment_ + " --bench intra=bench-intra.json`");
+      need(cell,
+           "intra-node link: `mpirun -np 2 gradsweep bench comm --algorithms ring --json bench-intra.json`, then "
+           "`gradsweep project " +
+               experiment_ + " --bench intra=bench-intra.json`");
     return nullptr;
   }
 
@@ -63,14 +67,16 @@ class Projector {
   // `cell`: for a cell of the sweep (what is missing is an error), else for a projected point (a note).
   bool predict(const LineProfile& line, int ranks, bool inter, double c, bool cell, StepPrediction& out) {
     if (line.compute_source.empty()) {
-      need(cell, "compute on one rank of " + line.label + ": no one-rank cell of it, or of its model at the same batch "
-           "and precision, finished; add one (`include: [{strategy: ..., nodes: 1}]`) and `gradsweep run " +
-           experiment_ + "`");
+      need(cell, "compute on one rank of " + line.label +
+                     ": no one-rank cell of it, or of its model at the same batch "
+                     "and precision, finished; add one (`include: [{strategy: ..., nodes: 1}]`) and `gradsweep run " +
+                     experiment_ + "`");
       return false;
     }
     if (ranks > 1 && line.traffic_cells == 0) {
-      need(cell, "traffic of " + line.label + ": no cell of it on 2+ ranks finished (the matrix needs one): `gradsweep run " +
-                     experiment_ + "`");
+      need(cell, "traffic of " + line.label +
+                     ": no cell of it on 2+ ranks finished (the matrix needs one): `gradsweep run " + experiment_ +
+                     "`");
       return false;
     }
     const LinkModel none;
@@ -178,7 +184,8 @@ Projection project(const experiment::SweepPlan& plan, const ProjectionSetup& set
 }
 
 nlohmann::json setup_to_json(const ProjectionSetup& setup) {
-  nlohmann::json j{{"nodes", setup.nodes}, {"cores_per_node", setup.cores_per_node},
+  nlohmann::json j{{"nodes", setup.nodes},
+                   {"cores_per_node", setup.cores_per_node},
                    {"compute", setup.pooled_compute ? "pooled" : "own"}};
   if (setup.intra.valid()) j["intra"] = to_json(setup.intra);
   if (setup.inter.valid()) j["inter"] = to_json(setup.inter);
@@ -201,11 +208,17 @@ std::optional<ProjectionSetup> read_setup(const std::filesystem::path& file) {
 
 nlohmann::json to_json(const Projection& p, const experiment::SweepPlan& plan) {
   const auto breakdown = [](const StepPrediction& s) {
-    return nlohmann::json{{"tokens_per_s", s.tokens_per_s}, {"step_s", s.step_s},     {"compute_s", s.compute_s},
-                          {"comm_s", s.comm_s},             {"exposed_comm_s", s.exposed_comm_s},
-                          {"update_s", s.update_s},         {"fixed_s", s.fixed_s}};
+    return nlohmann::json{{"tokens_per_s", s.tokens_per_s},
+                          {"step_s", s.step_s},
+                          {"compute_s", s.compute_s},
+                          {"comm_s", s.comm_s},
+                          {"exposed_comm_s", s.exposed_comm_s},
+                          {"update_s", s.update_s},
+                          {"fixed_s", s.fixed_s}};
   };
-  nlohmann::json j{{"setup", setup_to_json(p.setup)}, {"missing", p.missing}, {"not_projected", p.notes},
+  nlohmann::json j{{"setup", setup_to_json(p.setup)},
+                   {"missing", p.missing},
+                   {"not_projected", p.notes},
                    {"lines", nlohmann::json::array()},
                    {"cells", nlohmann::json::array()}};
   for (std::size_t l = 0; l < p.measurements.lines.size(); ++l) {
@@ -216,19 +229,27 @@ nlohmann::json to_json(const Projection& p, const experiment::SweepPlan& plan) {
       b["nodes"] = point.nodes, b["ranks"] = point.ranks;
       curve.push_back(b);
     }
-    j["lines"].push_back({{"line", line.line}, {"label", line.label}, {"ranks_per_node", line.ranks_per_node},
-                          {"compute_1_s", line.compute_1_s}, {"backward_1_s", line.backward_1_s},
-                          {"update_1_s", line.update_1_s}, {"fixed_s", line.fixed_s},
+    j["lines"].push_back({{"line", line.line},
+                          {"label", line.label},
+                          {"ranks_per_node", line.ranks_per_node},
+                          {"compute_1_s", line.compute_1_s},
+                          {"backward_1_s", line.backward_1_s},
+                          {"update_1_s", line.update_1_s},
+                          {"fixed_s", line.fixed_s},
                           {"compute_source", line.compute_source},
                           {"bytes_fit", {{"ring_shape", line.bytes_ring}, {"star_shape", line.bytes_star}}},
                           {"calls_fit", {{"base", line.calls_base}, {"per_rank", line.calls_per_rank}}},
-                          {"overlap", line.overlap}, {"servers", line.servers}, {"traffic_ranks", line.traffic_ranks},
+                          {"overlap", line.overlap},
+                          {"servers", line.servers},
+                          {"traffic_ranks", line.traffic_ranks},
                           {"curve", curve}});
   }
   for (std::size_t i = 0; i < p.cells.size(); ++i) {
     const CellProjection& c = p.cells[i];
     const MeasuredCell& m = p.measurements.cells[i];
-    nlohmann::json cell{{"id", plan.cells[i].id}, {"axes", experiment::axes_text(plan.cells[i])}, {"nodes", m.nodes},
+    nlohmann::json cell{{"id", plan.cells[i].id},
+                        {"axes", experiment::axes_text(plan.cells[i])},
+                        {"nodes", m.nodes},
                         {"ranks", m.ranks}};
     if (c.predicted) cell["predicted"] = breakdown(c.prediction);
     if (c.measured) cell["measured_tokens_per_s"] = c.measured_tokens_per_s;
@@ -237,8 +258,11 @@ nlohmann::json to_json(const Projection& p, const experiment::SweepPlan& plan) {
   }
   nlohmann::json ranking = nlohmann::json::object();
   for (const auto& [nodes, r] : p.ranking)
-    ranking[std::to_string(nodes)] = {{"lines", r.lines}, {"kendall_tau", r.tau ? nlohmann::json(*r.tau) : nlohmann::json()}};
-  j["summary"] = {{"compared", p.compared}, {"compared_multi_rank", p.compared_multi_rank}, {"flagged", p.flagged},
+    ranking[std::to_string(nodes)] = {{"lines", r.lines},
+                                      {"kendall_tau", r.tau ? nlohmann::json(*r.tau) : nlohmann::json()}};
+  j["summary"] = {{"compared", p.compared},
+                  {"compared_multi_rank", p.compared_multi_rank},
+                  {"flagged", p.flagged},
                   {"median_abs_error", p.median_abs_error ? nlohmann::json(*p.median_abs_error) : nlohmann::json()},
                   {"median_abs_error_multi_rank",
                    p.median_abs_error_multi_rank ? nlohmann::json(*p.median_abs_error_multi_rank) : nlohmann::json()},
@@ -253,17 +277,18 @@ std::string markdown(const Projection& p, const experiment::SweepPlan& plan) {
         std::to_string(p.compared) + " cells, " + percent(p.median_abs_error_multi_rank) + " over the " +
         std::to_string(p.compared_multi_rank) + " on 2+ ranks; " + std::to_string(p.flagged) +
         " cells off by more than 20% (**flagged**).\n\n";
-  md += "| cell | ranks | measured tokens/s | predicted | error | predicted step ms = compute + exposed comm + "
-        "update + fixed | comm ms |\n|---|---|---|---|---|---|---|\n";
+  md +=
+      "| cell | ranks | measured tokens/s | predicted | error | predicted step ms = compute + exposed comm + "
+      "update + fixed | comm ms |\n|---|---|---|---|---|---|---|\n";
   for (std::size_t i = 0; i < p.cells.size(); ++i) {
     const CellProjection& c = p.cells[i];
     const StepPrediction& s = c.prediction;
     md += "| " + experiment::axes_text(plan.cells[i]) + " | " + std::to_string(p.measurements.cells[i].ranks) + " | " +
           (c.measured ? text(c.measured_tokens_per_s, "%.0f") : "-") + " | " +
           (c.predicted ? text(s.tokens_per_s, "%.0f") : "-") + " | " +
-          (c.predicted && c.measured ? (c.flagged() ? "**" + text(c.error * 100, "%+.1f%%") + "**"
-                                                    : text(c.error * 100, "%+.1f%%"))
-                                     : "-") +
+          (c.predicted && c.measured
+               ? (c.flagged() ? "**" + text(c.error * 100, "%+.1f%%") + "**" : text(c.error * 100, "%+.1f%%"))
+               : "-") +
           " | " +
           (c.predicted ? text(s.step_s * 1e3, "%.0f") + " = " + text(s.compute_s * 1e3, "%.0f") + " + " +
                              text(s.exposed_comm_s * 1e3, "%.0f") + " + " + text(s.update_s * 1e3, "%.0f") + " + " +

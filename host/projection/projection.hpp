@@ -29,7 +29,7 @@ inline constexpr const char* kLinkFitFile = "link_fit.json";
 struct ProjectionSetup {
   LinkModel intra, inter;  // invalid() = not known
   std::vector<int> nodes{1, 2, 4, 8, 16, 32, 64};
-  int cores_per_node = 0;  // for the projected configurations; 0: the cores of the machine the sweep ran on
+  int cores_per_node = 0;       // for the projected configurations; 0: the cores of the machine the sweep ran on
   bool pooled_compute = false;  // read_measurements' `pooled`
 };
 
@@ -55,13 +55,13 @@ struct RankingAgreement {
 struct Projection {
   SweepMeasurements measurements;
   ProjectionSetup setup;
-  std::vector<CellProjection> cells;               // parallel to the plan's cells
-  std::vector<std::vector<CurvePoint>> curves;     // parallel to measurements.lines
-  std::vector<std::string> missing;                // for the cells, each with the command that makes it
-  std::vector<std::string> notes;                  // the same for projected points only (not an error)
+  std::vector<CellProjection> cells;            // parallel to the plan's cells
+  std::vector<std::vector<CurvePoint>> curves;  // parallel to measurements.lines
+  std::vector<std::string> missing;             // for the cells, each with the command that makes it
+  std::vector<std::string> notes;               // the same for projected points only (not an error)
   std::optional<double> median_abs_error, median_abs_error_multi_rank;  // all cells; cells on 2+ ranks
   int compared = 0, compared_multi_rank = 0, flagged = 0;
-  std::map<int, RankingAgreement> ranking;         // node count -> agreement
+  std::map<int, RankingAgreement> ranking;  // node count -> agreement
 };
 
 // `experiment` names the sweep in the commands of `missing` (the experiment file, or the directory).

@@ -36,11 +36,19 @@ void add_columns(const Projection& p, experiment::ResultsTable& table) {
 std::vector<experiment::Chart> charts(const Projection& p) {
   using experiment::Chart;
   using experiment::ChartSeries;
-  Chart lines{"projection", "Projected tokens/s (lines; one node per machine) and measured (points)", "nodes",
-              "tokens/s", {}, true, false, true};
+  Chart lines{"projection", "Projected tokens/s (lines; one node per machine) and measured (points)",
+              "nodes",      "tokens/s",
+              {},           true,
+              false,        true};
   lines.log_x = true;
-  Chart scatter{"predicted_vs_measured", "Predicted vs measured tokens/s (the cells as they ran)",
-                "measured tokens/s", "predicted tokens/s", {}, true, false, true};
+  Chart scatter{"predicted_vs_measured",
+                "Predicted vs measured tokens/s (the cells as they ran)",
+                "measured tokens/s",
+                "predicted tokens/s",
+                {},
+                true,
+                false,
+                true};
   double top = 0;
   for (std::size_t l = 0; l < p.measurements.lines.size(); ++l) {
     const LineProfile& line = p.measurements.lines[l];
@@ -75,19 +83,26 @@ ProjectionReport add_projection(const experiment::SweepPlan& plan, experiment::R
   const auto setup = read_setup(plan.out_dir / kLinkFitFile);
   out.markdown = "## Projection\n\n";
   if (!setup) {
-    out.markdown += "No projection: `" + std::string(kLinkFitFile) + "` (the links' alpha-beta models) is missing. "
+    out.markdown += "No projection: `" + std::string(kLinkFitFile) +
+                    "` (the links' alpha-beta models) is missing. "
                     "Make it with `mpirun -np 2 gradsweep bench comm --algorithms ring --json bench-intra.json` and "
-                    "`gradsweep project " + plan.out_dir.string() + " --bench intra=bench-intra.json` (docs/projection.md).\n\n";
+                    "`gradsweep project " +
+                    plan.out_dir.string() + " --bench intra=bench-intra.json` (docs/projection.md).\n\n";
     return out;
   }
-  const Projection p = project(plan, *setup, (plan.out_dir / "experiment.yaml").string() + " --out " + plan.out_dir.string());
+  const Projection p =
+      project(plan, *setup, (plan.out_dir / "experiment.yaml").string() + " --out " + plan.out_dir.string());
   util::write_file_atomically(plan.out_dir / "projection.json", to_json(p, plan).dump(2) + "\n");
   add_columns(p, table);
   out.flagged = p.flagged;
-  out.markdown += "Predicted from the one-rank cells' compute, each configuration's measured bytes and calls per step, "
-                  "and the links in `" + std::string(kLinkFitFile) + "`; what the model leaves out (contention "
-                  "beyond the core count, other processes' load, stragglers) shows in the **flagged** cells "
-                  "(docs/projection.md). All figures: `projection.json`.\n\n" + markdown(p, plan) + "\n";
+  out.markdown +=
+      "Predicted from the one-rank cells' compute, each configuration's measured bytes and calls per step, "
+      "and the links in `" +
+      std::string(kLinkFitFile) +
+      "`; what the model leaves out (contention "
+      "beyond the core count, other processes' load, stragglers) shows in the **flagged** cells "
+      "(docs/projection.md). All figures: `projection.json`.\n\n" +
+      markdown(p, plan) + "\n";
   out.charts = charts(p);
   return out;
 }

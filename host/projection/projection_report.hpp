@@ -15,8 +15,8 @@
 namespace gradsweep::projection {
 
 struct ProjectionReport {
-  std::string markdown;                    // "## Projection ..." (always present)
-  std::vector<experiment::Chart> charts;   // empty without a projection
+  std::string markdown;                   // "## Projection ..." (always present)
+  std::vector<experiment::Chart> charts;  // empty without a projection
   int flagged = 0;
 };
 

@@ -17,16 +17,16 @@
 namespace gradsweep::projection {
 
 struct StepInputs {
-  int ranks = 1;                // p
-  int computing_ranks = 1;      // w
-  double compute_1_s = 0;       // forward + backward of the global batch on one rank
-  double backward_1_s = 0;      // its backward part
-  double update_1_s = 0;        // the update on one rank
-  double fixed_s = 0;           // data, the strategy's other calls: per step, whatever p
-  double contention = 1;        // c
-  double bytes = 0;             // per step, the busiest rank, one direction
-  double calls = 0;             // collectives per step
-  double overlap = 0;           // share of communication the strategy hid behind backward, in [0, 1]
+  int ranks = 1;            // p
+  int computing_ranks = 1;  // w
+  double compute_1_s = 0;   // forward + backward of the global batch on one rank
+  double backward_1_s = 0;  // its backward part
+  double update_1_s = 0;    // the update on one rank
+  double fixed_s = 0;       // data, the strategy's other calls: per step, whatever p
+  double contention = 1;    // c
+  double bytes = 0;         // per step, the busiest rank, one direction
+  double calls = 0;         // collectives per step
+  double overlap = 0;       // share of communication the strategy hid behind backward, in [0, 1]
   double tokens_per_step = 0;
 };
 

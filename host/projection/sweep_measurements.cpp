@@ -63,8 +63,9 @@ MeasuredCell measure(const experiment::PlannedCell& cell, std::size_t index) {
   const nlohmann::json s = read_json(cell.dir / "summary.json");
   if (!s.is_object() || !s.contains("step_breakdown") || !s["step_breakdown"].is_object()) return m;
   m.cpus = static_cast<int>(number(read_json(cell.dir / "provenance.json"), "cpus"));
-  m.placement = s.contains("cluster") ? Placement::Emulated
-                : status.launcher == "slurm" ? Placement::Cluster : Placement::OneMachine;
+  m.placement = s.contains("cluster")        ? Placement::Emulated
+                : status.launcher == "slurm" ? Placement::Cluster
+                                             : Placement::OneMachine;
   m.model = s.value("model", "");
   m.precision = s.value("peak_flops_precision", "");
   m.tokens_per_step = number(s, "tokens_per_step");
@@ -137,8 +138,10 @@ void add_traffic(LineProfile& line, const std::vector<MeasuredCell>& cells) {
   line.traffic_ranks.assign(ranks.begin(), ranks.end());
   // One rank count cannot tell the shapes apart: a ring's, with calls constant, is assumed.
   const bool one_count = ranks.size() < 2;
-  std::tie(line.bytes_ring, line.bytes_star) = nonnegative_fit(f, one_count ? std::vector<double>(f.size(), 0) : g, bytes);
-  std::tie(line.calls_base, line.calls_per_rank) = nonnegative_fit(one, one_count ? std::vector<double>(f.size(), 0) : g, calls);
+  std::tie(line.bytes_ring, line.bytes_star) =
+      nonnegative_fit(f, one_count ? std::vector<double>(f.size(), 0) : g, bytes);
+  std::tie(line.calls_base, line.calls_per_rank) =
+      nonnegative_fit(one, one_count ? std::vector<double>(f.size(), 0) : g, calls);
   line.overlap = overlap / line.traffic_cells;
   line.servers = static_cast<int>(std::lround(servers / line.traffic_cells));
 }

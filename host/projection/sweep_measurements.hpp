@@ -28,7 +28,7 @@ struct MeasuredCell {
   std::string line;       // the line's key: its axes as "k=v k=v"
   int nodes = 1, ranks_per_node = 1, ranks = 1, threads_per_rank = 0, cpus = 0;
   Placement placement = Placement::OneMachine;
-  bool ok = false;        // finished ok with a step breakdown, for the configuration planned now
+  bool ok = false;  // finished ok with a step breakdown, for the configuration planned now
   std::string model, precision;
   double tokens_per_step = 0, tokens_per_s = 0;
   double compute_s = 0, backward_s = 0, update_s = 0, fixed_s = 0;  // means over the ranks that compute

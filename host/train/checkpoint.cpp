@@ -185,8 +185,8 @@ void save_checkpoint(const fs::path& dir, int rank, std::int64_t next_step, Mode
     if (const auto* s = dynamic_cast<const std::system_error*>(&e)) error = s->code().value();
     if (error == ENOSPC || error == EDQUOT) {
       const std::string space = free_space(dir);
-      throw std::runtime_error("no space left writing " + what + " (" + e.what() + (space.empty() ? "" : "; ") +
-                               space + ")");
+      throw std::runtime_error("no space left writing " + what + " (" + e.what() + (space.empty() ? "" : "; ") + space +
+                               ")");
     }
     throw std::runtime_error("cannot write " + what + ": " + e.what());
   }

@@ -55,14 +55,10 @@ fs::path default_cache_dir() {
 
 std::string precision_name(c10::ScalarType dtype) {
   switch (dtype) {
-    case c10::ScalarType::Float:
-      return "fp32";
-    case c10::ScalarType::BFloat16:
-      return "bf16";
-    case c10::ScalarType::Half:
-      return "fp16";
-    default:
-      return c10::toString(dtype);
+    case c10::ScalarType::Float: return "fp32";
+    case c10::ScalarType::BFloat16: return "bf16";
+    case c10::ScalarType::Half: return "fp16";
+    default: return c10::toString(dtype);
   }
 }
 
@@ -157,10 +153,11 @@ std::string mfu_flag(double mfu) { return mfu > 1.0 ? "above peak: peak underest
 
 void check_mfu_against_peak(double mfu, const PeakFlops& peak, int threads, const fs::path& cache_file) {
   if (mfu_flag(mfu).empty()) return;
-  spdlog::warn("MFU {:.2f} is above 1: the {} peak of {:.3g} FLOP/s per rank ({}) is too low; summary.json flags it "
-               "(mfu_flag){}",
-               mfu, peak.precision, peak.per_rank, peak.source,
-               peak.source == "metrics.peak_flops" ? ": raise metrics.peak_flops" : ", and the next run measures again");
+  spdlog::warn(
+      "MFU {:.2f} is above 1: the {} peak of {:.3g} FLOP/s per rank ({}) is too low; summary.json flags it "
+      "(mfu_flag){}",
+      mfu, peak.precision, peak.per_rank, peak.source,
+      peak.source == "metrics.peak_flops" ? ": raise metrics.peak_flops" : ", and the next run measures again");
   if (peak.source != "metrics.peak_flops") forget_cached_peak(threads, peak.precision, cache_file);
 }
 

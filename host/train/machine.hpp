@@ -23,9 +23,9 @@ double peak_rss_mb();
 
 // The peak MFU is measured against.
 struct PeakFlops {
-  double per_rank = 0.0;   // FLOP/s of one rank
-  std::string precision;   // the dtype of the matrix products it was measured with: "fp32", "bf16", "fp16"
-  std::string source;      // "measured", "cached" or "metrics.peak_flops"
+  double per_rank = 0.0;  // FLOP/s of one rank
+  std::string precision;  // the dtype of the matrix products it was measured with: "fp32", "bf16", "fp16"
+  std::string source;     // "measured", "cached" or "metrics.peak_flops"
 };
 
 // "fp32", "bf16", "fp16" (other dtypes: LibTorch's name).

@@ -29,8 +29,8 @@ nlohmann::json comm_json(const CommStats& c) {
 
 CommFigures comm_figures(const CommStats& c) {
   if (c.seconds <= 0) return {std::nan(""), std::nan(""), std::nan("")};
-  return {std::clamp(1.0 - c.blocked_seconds / c.seconds, 0.0, 1.0), static_cast<double>(c.payload_bytes) / c.seconds / 1e9,
-          static_cast<double>(c.bytes_sent) / c.seconds / 1e9};
+  return {std::clamp(1.0 - c.blocked_seconds / c.seconds, 0.0, 1.0),
+          static_cast<double>(c.payload_bytes) / c.seconds / 1e9, static_cast<double>(c.bytes_sent) / c.seconds / 1e9};
 }
 
 void RunTotals::add(const StepRecord& r, bool warmup) {
@@ -152,9 +152,8 @@ nlohmann::json yaml_to_json(const YAML::Node& node) {
 nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_train_loss, double val_loss,
                             const YAML::Node& resolved_config) {
   const double step_time = t.times.step;
-  const double tokens_per_step =
-      static_cast<double>(resolved_config["train"]["batch_size"].as<std::int64_t>() *
-                          resolved_config["train"]["seq_len"].as<std::int64_t>());
+  const double tokens_per_step = static_cast<double>(resolved_config["train"]["batch_size"].as<std::int64_t>() *
+                                                     resolved_config["train"]["seq_len"].as<std::int64_t>());
   return nlohmann::json{
       {"status", "ok"},
       {"model", f.model_name},
@@ -183,8 +182,9 @@ nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_
       {"bytes_received_per_step", t.bytes_received},
       {"bytes_sent_per_step_by_rank", t.rank_bytes_sent},
       {"bytes_received_per_step_by_rank", t.rank_bytes_received},
-      {"comm", comm_json(CommStats{static_cast<std::uint64_t>(t.bytes_sent), static_cast<std::uint64_t>(t.bytes_received),
-                                   t.comm_busy, 0, static_cast<std::uint64_t>(t.payload_bytes), t.comm_blocked})},
+      {"comm",
+       comm_json(CommStats{static_cast<std::uint64_t>(t.bytes_sent), static_cast<std::uint64_t>(t.bytes_received),
+                           t.comm_busy, 0, static_cast<std::uint64_t>(t.payload_bytes), t.comm_blocked})},
       {"skipped_updates", t.skipped_updates},
       {"flops_per_token", f.flops_per_token},
       {"peak_flops_per_rank", f.peak.per_rank},

@@ -25,7 +25,8 @@ sdk::OutputSubset restrict_targets(const sdk::OutputVocabulary& vocabulary, cons
   if (rows.dim() != 1 || rows.scalar_type() != torch::kLong)
     throw std::runtime_error(where + "must be a 1-D int64 tensor of token ids");
   const torch::Tensor cpu_rows = rows.cpu();
-  if (cpu_rows.numel() > 0 && (cpu_rows.min().item<std::int64_t>() < 0 || cpu_rows.max().item<std::int64_t>() >= vocab_size))
+  if (cpu_rows.numel() > 0 &&
+      (cpu_rows.min().item<std::int64_t>() < 0 || cpu_rows.max().item<std::int64_t>() >= vocab_size))
     throw std::runtime_error(where + "holds an id outside [0, " + std::to_string(vocab_size) + ")");
   // position[id] = index of id in rows, or -1.
   torch::Tensor position = torch::full({vocab_size}, -1, torch::kLong);

@@ -22,11 +22,11 @@ torch::Tensor gather(HostCommunicator& comm, const torch::Tensor& mine) {
 
 StepReport gather_step_report(HostCommunicator& comm, const RankStep& mine) {
   const CommStats& c = mine.comm;
-  const torch::Tensor local = torch::tensor(
-      {mine.computes ? 1.0 : 0.0, mine.loss_sum, mine.loss_count, static_cast<double>(c.bytes_sent),
-       static_cast<double>(c.bytes_received), c.seconds, c.blocked_seconds, static_cast<double>(c.payload_bytes),
-       static_cast<double>(c.calls)},
-      torch::kDouble);
+  const torch::Tensor local =
+      torch::tensor({mine.computes ? 1.0 : 0.0, mine.loss_sum, mine.loss_count, static_cast<double>(c.bytes_sent),
+                     static_cast<double>(c.bytes_received), c.seconds, c.blocked_seconds,
+                     static_cast<double>(c.payload_bytes), static_cast<double>(c.calls)},
+                    torch::kDouble);
   static_assert(kFields == 9);
   const torch::Tensor all = comm.size() == 1 ? local.view({1, kFields}) : gather(comm, local);
   const auto a = all.accessor<double, 2>();

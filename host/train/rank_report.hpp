@@ -11,8 +11,8 @@ namespace gradsweep::host {
 
 struct RankStep {
   bool computes = true;
-  double loss_sum = 0.0;      // sum of this rank's micro-batch losses
-  double loss_count = 0.0;    // how many
+  double loss_sum = 0.0;    // sum of this rank's micro-batch losses
+  double loss_count = 0.0;  // how many
   CommStats comm;
 };
 

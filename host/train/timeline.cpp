@@ -34,9 +34,11 @@ double median(std::vector<double> v) {
 }
 
 nlohmann::json breakdown_json(const StepBreakdown& b) {
-  return {{"step_s", b.step},   {"data_s", b.data},     {"compute_s", b.compute()}, {"forward_s", b.forward},
-          {"backward_s", b.backward}, {"exposed_comm_s", b.exposed_comm}, {"update_s", b.update},
-          {"wait_s", b.wait},   {"other_s", b.other},   {"unaccounted_s", b.unaccounted()}};
+  return {{"step_s", b.step},         {"data_s", b.data},
+          {"compute_s", b.compute()}, {"forward_s", b.forward},
+          {"backward_s", b.backward}, {"exposed_comm_s", b.exposed_comm},
+          {"update_s", b.update},     {"wait_s", b.wait},
+          {"other_s", b.other},       {"unaccounted_s", b.unaccounted()}};
 }
 // Running mean: `mean` holds the mean of n - 1 breakdowns; afterwards, of n with `b`.
 void add_to_mean(StepBreakdown& mean, const StepBreakdown& b, std::int64_t n) {
@@ -78,10 +80,11 @@ Timeline::Timeline(HostCommunicator& comm, const std::string& mode, const fs::pa
               {"pid", static_cast<long>(::getpid())},
               {"mode", mode_},
               {"origin_ns", to_rank0(steady_ns())},
-              {"clock", {{"method", "ping-pong with rank 0 (Cristian), shortest of the rounds"},
-                         {"offset_ns", clock_.offset_ns},
-                         {"round_trip_ns", clock_.round_trip_ns},
-                         {"rounds", clock_.rounds}}}});
+              {"clock",
+               {{"method", "ping-pong with rank 0 (Cristian), shortest of the rounds"},
+                {"offset_ns", clock_.offset_ns},
+                {"round_trip_ns", clock_.round_trip_ns},
+                {"rounds", clock_.rounds}}}});
 }
 
 bool Timeline::sampled(std::int64_t step) const {
@@ -161,8 +164,11 @@ nlohmann::json Timeline::comm_events(std::int64_t from_ns, std::int64_t to_ns) {
     const std::int64_t issued = steady(e.issued_ns);
     const std::int64_t start = e.started_ns != 0 ? steady(e.started_ns) : issued;
     const std::int64_t end = e.ended_ns != 0 ? steady(e.ended_ns) : std::max(start, to_ns);
-    nlohmann::json args{{"op", to_string(e.shape.op)}, {"seq", e.seq},      {"bytes", e.shape.bytes},
-                        {"count", e.shape.count},      {"state", to_string(e.state)}};
+    nlohmann::json args{{"op", to_string(e.shape.op)},
+                        {"seq", e.seq},
+                        {"bytes", e.shape.bytes},
+                        {"count", e.shape.count},
+                        {"state", to_string(e.state)}};
     if (e.shape.dtype >= 0) args["dtype"] = dtype_name(e.shape.dtype);
     // Asynchronous collectives run on the backend's worker thread: a track of their own.
     const bool async = e.shape.op == CommOp::AllreduceAsync;
@@ -224,7 +230,8 @@ void Timeline::write_line(const nlohmann::json& line) {
 }
 
 nlohmann::json Timeline::finish() {
-  if (part_.is_open()) write_line({{"end", "completed"}, {"last_step", last_finished_}, {"at_ns", to_rank0(steady_ns())}});
+  if (part_.is_open())
+    write_line({{"end", "completed"}, {"last_step", last_finished_}, {"at_ns", to_rank0(steady_ns())}});
   const StepBreakdown& m = mean_;
   const torch::Tensor mine = torch::tensor({m.step, m.data, m.forward, m.backward, m.exposed_comm, m.update, m.wait,
                                             m.other, static_cast<double>(measured_)},
@@ -293,10 +300,11 @@ Timeline::~Timeline() {
                           {"tid", 1},
                           {"start_ns", to_rank0(s.start_ns)},
                           {"end_ns", to_rank0(s.end_ns)}});
-      write_line({{"unfinished_step", step_}, {"start_ns", to_rank0(ns_of(step_start_))}, {"events", std::move(events)}});
+      write_line(
+          {{"unfinished_step", step_}, {"start_ns", to_rank0(ns_of(step_start_))}, {"events", std::move(events)}});
     }
-    nlohmann::json end{{"end", failed ? "failed" : "stopped"}, {"last_step", last_finished_},
-                       {"at_ns", to_rank0(steady_ns())}};
+    nlohmann::json end{
+        {"end", failed ? "failed" : "stopped"}, {"last_step", last_finished_}, {"at_ns", to_rank0(steady_ns())}};
     if (in_step_) {
       end["in_step"] = step_;
       end["after_phase"] = last_phase_ < 0 ? "(none)" : to_string(static_cast<Phase>(last_phase_));

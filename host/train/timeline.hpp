@@ -85,7 +85,7 @@ class Timeline {
   // The step in progress.
   std::int64_t step_ = -1;
   bool in_step_ = false, sampled_ = false;
-  int last_phase_ = -1;  // the last phase of the step in progress that ended; -1 none yet
+  int last_phase_ = -1;                      // the last phase of the step in progress that ended; -1 none yet
   Clock::time_point step_start_, last_end_;  // the step's start; the end of its last phase so far
   double blocked_mark_ = 0;
   std::array<double, kPhaseCount> phase_s_{}, blocked_s_{};

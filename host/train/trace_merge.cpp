@@ -108,24 +108,34 @@ RankTrace add_rank(const Part& part, std::int64_t origin, json& events) {
       const std::int64_t step = line["step"].get<std::int64_t>();
       rank.steps.push_back(step);
       rank.last_step = std::max(rank.last_step, step);
-      json e{{"name", "step " + std::to_string(step)}, {"cat", "step"}, {"tid", 1}, {"start_ns", line["start_ns"]},
-             {"end_ns", line["end_ns"]}, {"args", line["breakdown"]}};
+      json e{{"name", "step " + std::to_string(step)},
+             {"cat", "step"},
+             {"tid", 1},
+             {"start_ns", line["start_ns"]},
+             {"end_ns", line["end_ns"]},
+             {"args", line["breakdown"]}};
       events.push_back(complete(e, pid, origin));
       for (const auto& [key, value] : line["breakdown"].items()) rank.breakdown_s[key] += value.get<double>();
     } else if (line.contains("unfinished_step")) {
       json e{{"name", "step " + std::to_string(line["unfinished_step"].get<std::int64_t>()) + " (did not finish)"},
-             {"cat", "step"}, {"tid", 1}, {"start_ns", line["start_ns"]}, {"end_ns", last_ns}};
+             {"cat", "step"},
+             {"tid", 1},
+             {"start_ns", line["start_ns"]},
+             {"end_ns", last_ns}};
       events.push_back(complete(e, pid, origin));
     }
   }
   const double n = std::max<double>(1.0, static_cast<double>(rank.steps.size()));
   for (auto& [key, value] : rank.breakdown_s) value /= n;
   for (double* v : {&rank.calls_per_step, &rank.bytes_per_step, &rank.main_comm_s, &rank.worker_comm_s}) *v /= n;
-  std::string why = rank.ended.empty() ? "no end record: the rank was killed, or is still running"
-                                       : "the run " + rank.ended;
+  std::string why =
+      rank.ended.empty() ? "no end record: the rank was killed, or is still running" : "the run " + rank.ended;
   if (rank.in_step >= 0) why += " in step " + std::to_string(rank.in_step) + " after phase " + rank.after_phase;
   events.push_back({{"name", "trace ends (last finished step " + std::to_string(rank.last_step) + "; " + why + ")"},
-                    {"ph", "i"}, {"s", "p"}, {"pid", pid}, {"tid", 1},
+                    {"ph", "i"},
+                    {"s", "p"},
+                    {"pid", pid},
+                    {"tid", 1},
                     {"ts", static_cast<double>(last_ns - origin) / 1e3}});
   return rank;
 }
@@ -145,17 +155,23 @@ MergedTrace merge_trace(const fs::path& dir) {
   for (const Part& part : parts) {
     RankTrace rank = add_rank(part, origin, events);
     merged.steps_traced = std::max(merged.steps_traced, rank.steps.size());
-    ranks.push_back({{"rank", rank.rank}, {"clock_offset_ns", rank.offset_ns}, {"clock_round_trip_ns", rank.round_trip_ns},
-                     {"ended", rank.ended}, {"last_step", rank.last_step}, {"in_step", rank.in_step},
-                     {"after_phase", rank.after_phase}, {"steps", rank.steps}});
+    ranks.push_back({{"rank", rank.rank},
+                     {"clock_offset_ns", rank.offset_ns},
+                     {"clock_round_trip_ns", rank.round_trip_ns},
+                     {"ended", rank.ended},
+                     {"last_step", rank.last_step},
+                     {"in_step", rank.in_step},
+                     {"after_phase", rank.after_phase},
+                     {"steps", rank.steps}});
     merged.ranks.push_back(std::move(rank));
   }
   const json trace{{"traceEvents", std::move(events)},
                    {"displayTimeUnit", "ms"},
                    {"otherData",
                     {{"generator", "gradsweep"},
-                     {"clock", "microseconds on rank 0's monotonic clock; each rank's offset measured by ping-pong "
-                               "at start, exact to within half its round trip"},
+                     {"clock",
+                      "microseconds on rank 0's monotonic clock; each rank's offset measured by ping-pong "
+                      "at start, exact to within half its round trip"},
                      {"ranks", std::move(ranks)}}}};
   merged.file = dir / "trace.json";
   const std::string text = trace.dump();
@@ -187,8 +203,8 @@ std::string summarize(const MergedTrace& trace) {
            " + exposed comm " + ms("exposed_comm_s") + " + update " + ms("update_s") + " + wait " + ms("wait_s") +
            " + other " + ms("other_s") + " (unaccounted " + ms("unaccounted_s") + ")\n";
     out += "  comm per step: " + fixed(r.calls_per_step, 1) + " calls, " + fixed(r.bytes_per_step / 1048576, 2) +
-           " MiB; busy " + fixed(r.main_comm_s * 1e3) + " ms on the training thread, " +
-           fixed(r.worker_comm_s * 1e3) + " ms on the worker\n";
+           " MiB; busy " + fixed(r.main_comm_s * 1e3) + " ms on the training thread, " + fixed(r.worker_comm_s * 1e3) +
+           " ms on the worker\n";
     if (r.torn_lines > 0) out += "  " + std::to_string(r.torn_lines) + " torn line(s) skipped\n";
   }
   return out;

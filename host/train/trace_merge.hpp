@@ -18,12 +18,12 @@ struct RankTrace {
   std::vector<std::int64_t> steps;                // the finished steps it traced
   // "completed", "stopped" (--stop-after), "failed", or "" when the rank wrote no end (it was killed, or runs)
   std::string ended;
-  std::int64_t last_step = -1;     // the last step it finished, traced or not
-  std::int64_t in_step = -1;       // the step it was in when it stopped or failed; -1 between steps
-  std::string after_phase;         // the last phase of that step that ended
+  std::int64_t last_step = -1;                // the last step it finished, traced or not
+  std::int64_t in_step = -1;                  // the step it was in when it stopped or failed; -1 between steps
+  std::string after_phase;                    // the last phase of that step that ended
   std::map<std::string, double> breakdown_s;  // means over its traced steps (summary.json's definitions)
   double calls_per_step = 0, bytes_per_step = 0, main_comm_s = 0, worker_comm_s = 0;  // means over traced steps
-  std::int64_t torn_lines = 0;     // lines cut short by a kill, skipped
+  std::int64_t torn_lines = 0;  // lines cut short by a kill, skipped
 };
 
 struct MergedTrace {

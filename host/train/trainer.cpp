@@ -56,8 +56,9 @@ void check_vocabulary(const data::TokenShard& shard, const sdk::ModelInfo& info,
 
 // The planner's check (plugins/plugin_declarations.hpp) on the job as it is, so that a hand-written cell is
 // refused with the same words as a planned one, before the strategy is created.
-PlanVerdict check_strategy_fits_job(const PluginRecord& strategy, const CellConfig& config, const HostCommunicator& comm,
-                             const sdk::Options& options, const sdk::ModelInfo& info) {
+PlanVerdict check_strategy_fits_job(const PluginRecord& strategy, const CellConfig& config,
+                                    const HostCommunicator& comm, const sdk::Options& options,
+                                    const sdk::ModelInfo& info) {
   sdk::PlanFacts facts;
   facts.world_size = comm.size();
   facts.ranks_per_node = comm.local_size();
@@ -187,8 +188,7 @@ class CellTraining {
   bool take_step(std::int64_t step);
   sdk::OutputVocabulary step_vocabulary(std::int64_t step);
   // Forward and backward of this rank's micro-batches; returns the sum of their losses.
-  double forward_backward(std::int64_t step, const sdk::OutputVocabulary& vocabulary, double loss_scale,
-                          StepTimes& t);
+  double forward_backward(std::int64_t step, const sdk::OutputVocabulary& vocabulary, double loss_scale, StepTimes& t);
   void model_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset, torch::Tensor* loss);
   double evaluate();
   void log_step(const StepRecord& record, bool last);
@@ -328,7 +328,8 @@ bool CellTraining::take_step(std::int64_t step) {
   timeline_.begin_step(step, step_start);
   fault_injection::enter_step(step);  // GRADSWEEP_INJECT_FAULT's clock (gradsweep check strategy)
   StepTimes t;
-  const sdk::StepContext ctx{step, learning_rate(step, train_.steps, train_.warmup_steps, train_.optimizer.lr, train_.min_lr)};
+  const sdk::StepContext ctx{
+      step, learning_rate(step, train_.steps, train_.warmup_steps, train_.optimizer.lr, train_.min_lr)};
   strategy_.call(strategy_->begin_step(ctx), "begin_step");
   const sdk::OutputVocabulary vocabulary = step_vocabulary(step);
   double loss_scale = 1.0;
@@ -365,8 +366,8 @@ bool CellTraining::take_step(std::int64_t step) {
 
   const std::int64_t tokens_per_step = train_.batch_size * train_.seq_len;
   log_step({step, train_loss_, ctx.lr, result, t, comm_stats, tokens_per_step / t.step,
-            flops_per_token_ * static_cast<double>(tokens_per_step) / group_.count / t.step / peak_.per_rank,
-            step_val, plugin_metrics_.take(), report.ranks},
+            flops_per_token_ * static_cast<double>(tokens_per_step) / group_.count / t.step / peak_.per_rank, step_val,
+            plugin_metrics_.take(), report.ranks},
            last);
   checkpoint_after(step, last);
   return true;
@@ -376,12 +377,12 @@ sdk::OutputVocabulary CellTraining::step_vocabulary(std::int64_t step) {
   sdk::OutputVocabulary vocabulary;
   if (!vocabulary_steps_) return vocabulary;
   const data::Batch global = global_loader_->batch(step, 0);
-  strategy_.call(strategy_->output_vocabulary({step, global.inputs, global.targets}, &vocabulary),
-                 "output_vocabulary");
+  strategy_.call(strategy_->output_vocabulary({step, global.inputs, global.targets}, &vocabulary), "output_vocabulary");
   if (vocabulary.rows.defined()) {
     if (!info_.supports_output_subset)
-      throw ConfigError({config_.file + ": strategy '" + config_.strategy_name + "' restricts the softmax, but model '" +
-                         config_.model_name + "' does not support an output subset"});
+      throw ConfigError({config_.file + ": strategy '" + config_.strategy_name +
+                         "' restricts the softmax, but model '" + config_.model_name +
+                         "' does not support an output subset"});
     vocabulary.rows = vocabulary.rows.to(device_);
   }
   return vocabulary;
@@ -471,8 +472,8 @@ nlohmann::json CellTraining::write_summary() {
   resolved["model"]["name"] = config_.model_name;
   resolved["strategy"] = to_yaml(strategy_services_.options);
   resolved["strategy"]["name"] = config_.strategy_name;
-  RunFacts facts{info_, config_.model_name, config_.strategy_name, comm_.size(), threads_, train_.steps, peak_,
-                 flops_per_token_, config_.device, comm_.backend()};
+  RunFacts facts{info_, config_.model_name, config_.strategy_name, comm_.size(),   threads_, train_.steps,
+                 peak_, flops_per_token_,   config_.device,        comm_.backend()};
   nlohmann::json summary = make_summary(facts, totals_, train_loss_, val_loss_, resolved);
   summary["step_breakdown"] = timeline_.finish();
   check_mfu_against_peak(totals_.mfu, peak_, threads_, peak_cache_);

@@ -55,11 +55,13 @@ void check_dtype(HostCommunicator& comm, torch::ScalarType dtype, const torch::D
       ReduceOp op;
       double factor;
       const char* label;
-    } reductions[] = {{ReduceOp::Sum, n * (n + 1) / 2.0, "sum"}, {ReduceOp::Max, double(n), "max"}, {ReduceOp::Min, 1.0, "min"}};
+    } reductions[] = {
+        {ReduceOp::Sum, n * (n + 1) / 2.0, "sum"}, {ReduceOp::Max, double(n), "max"}, {ReduceOp::Min, 1.0, "min"}};
     for (const auto& red : reductions) {
       torch::Tensor t = (base.to(torch::kDouble) * (r + 1)).to(dtype).to(gpu);
       expect_ok(comm.allreduce(t, red.op), "allreduce " + std::string(red.label) + " " + tag);
-      expect(same(t, (base.to(torch::kDouble) * red.factor).to(dtype)), "allreduce " + std::string(red.label) + " " + tag);
+      expect(same(t, (base.to(torch::kDouble) * red.factor).to(dtype)),
+             "allreduce " + std::string(red.label) + " " + tag);
     }
     torch::Tensor b = (base.to(torch::kDouble) * (r + 1)).to(dtype).to(gpu);
     expect_ok(comm.broadcast(b, n - 1), "broadcast " + tag);
@@ -106,7 +108,8 @@ void check_edges(HostCommunicator& comm, const torch::Device& gpu) {
   // A CPU tensor is staged through the GPU (the trainer's scalar reductions).
   torch::Tensor cpu = torch::tensor({double(r + 1)}, torch::kDouble);
   expect_ok(comm.allreduce(cpu, ReduceOp::Sum), "allreduce of a CPU tensor");
-  expect(cpu.item<double>() == n * (n + 1) / 2.0, "allreduce of a CPU tensor: got " + std::to_string(cpu.item<double>()));
+  expect(cpu.item<double>() == n * (n + 1) / 2.0,
+         "allreduce of a CPU tensor: got " + std::to_string(cpu.item<double>()));
   expect_ok(comm.barrier(), "barrier");
   // In place: the input is this rank's own slot of the output.
   torch::Tensor out = torch::zeros({4 * n}, torch::TensorOptions(torch::kFloat).device(gpu));
@@ -161,11 +164,12 @@ void report_bandwidth(HostCommunicator& comm, const torch::Device& gpu) {
 int main() {
   try {
     auto comm = gradsweep::host::make_nccl_communicator(-1);
-    const torch::Device gpu(torch::kCUDA, static_cast<c10::DeviceIndex>(comm->local_rank() % torch::cuda::device_count()));
+    const torch::Device gpu(torch::kCUDA,
+                            static_cast<c10::DeviceIndex>(comm->local_rank() % torch::cuda::device_count()));
     std::printf("nccl_check: rank %d of %d, %s\n", comm->rank(), comm->size(),
                 gradsweep::host::describe_nccl_communicator(*comm).c_str());
-    for (const auto dtype : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf, torch::kInt, torch::kLong,
-                             torch::kByte})
+    for (const auto dtype :
+         {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf, torch::kInt, torch::kLong, torch::kByte})
       check_dtype(*comm, dtype, gpu);
     check_counters(*comm, gpu);
     check_edges(*comm, gpu);

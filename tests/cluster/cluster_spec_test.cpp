@@ -33,7 +33,9 @@ TEST(Bandwidth, ParsesBitsPerSecondInSiUnits) {
 }
 
 TEST(Bandwidth, RefusesWhatDoesNotParseNamingTheKey) {
-  EXPECT_NE(error_of([] { parse_bandwidth("fast", "--link-bandwidth"); }).find("--link-bandwidth: 'fast' does not start with a number"),
+  EXPECT_NE(error_of([] {
+              parse_bandwidth("fast", "--link-bandwidth");
+            }).find("--link-bandwidth: 'fast' does not start with a number"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_bandwidth("1G", "k"); }).find("unknown unit 'G'"), std::string::npos);
   EXPECT_NE(error_of([] { parse_bandwidth("100", "k"); }).find("has no unit"), std::string::npos);
@@ -143,8 +145,8 @@ TEST(SubnetChoice, SkipsClustersAddressesAndRoutesThatOverlap) {
   EXPECT_EQ(choose_subnet({1, 2}, here), 3);
   EXPECT_EQ(choose_subnet({1}, here + "10.213.2.0/24 dev gsc-x-br proto kernel scope link src 10.213.2.254\n"), 3);
   EXPECT_EQ(choose_subnet({}, here + "10.213.0.0/23 via 192.0.2.9 dev eth0\n"), 2);  // covers .0 and .1
-  EXPECT_EQ(choose_subnet({}, here + "10.0.0.0/8 via 192.0.2.9 dev eth0\n"), -1);   // real 10.x hosts: keep off
-  EXPECT_EQ(choose_subnet({}, here + "10.213.1.77 dev eth0\n"), 2);                 // a host route
+  EXPECT_EQ(choose_subnet({}, here + "10.0.0.0/8 via 192.0.2.9 dev eth0\n"), -1);    // real 10.x hosts: keep off
+  EXPECT_EQ(choose_subnet({}, here + "10.213.1.77 dev eth0\n"), 2);                  // a host route
 }
 
 TEST(MpiAccess, ArgumentsKeepMpiOnTheClusterSubnet) {

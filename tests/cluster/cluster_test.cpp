@@ -32,9 +32,9 @@ std::string missing_requirement() {
   return "";
 }
 
-#define REQUIRE_NAMESPACES()                                   \
-  do {                                                         \
-    const std::string why = missing_requirement();             \
+#define REQUIRE_NAMESPACES()                                              \
+  do {                                                                    \
+    const std::string why = missing_requirement();                        \
     if (!why.empty()) GTEST_SKIP() << "needs root and ip netns: " << why; \
   } while (0)
 
@@ -49,7 +49,8 @@ std::string objects_of(const std::string& name) {
       while (std::getline(in, l))
         if (l.find(prefix) != std::string::npos) found += std::string(cmd) + ": " + l + "\n";
     }
-  if (read_text("/etc/hosts").find("gradsweep-cluster " + name + "\n") != std::string::npos) found += "/etc/hosts entry\n";
+  if (read_text("/etc/hosts").find("gradsweep-cluster " + name + "\n") != std::string::npos)
+    found += "/etc/hosts entry\n";
   if (fs::exists("/run/gradsweep/clusters/" + name)) found += "state directory\n";
   return found;
 }
@@ -96,8 +97,10 @@ TEST_F(Cluster, UpMakesShapedNodesAndDownLeavesNothing) {
     EXPECT_NE(objects.find(want), std::string::npos) << want << " missing in\n" << objects;
   // Both directions shaped: the bridge's end here, the node's end inside its namespace.
   EXPECT_NE(run_command("tc qdisc show dev gsc-tud-v1").output.find("rate 200Mbit"), std::string::npos);
-  EXPECT_NE(run_command("ip netns exec gsc-tud-n1 tc qdisc show dev eth0").output.find("rate 200Mbit"), std::string::npos);
-  EXPECT_EQ(read_text("/run/gradsweep/clusters/tud/hostfile"), "gsc-tud-n0 slots=2\ngsc-tud-n1 slots=2\ngsc-tud-n2 slots=2\n");
+  EXPECT_NE(run_command("ip netns exec gsc-tud-n1 tc qdisc show dev eth0").output.find("rate 200Mbit"),
+            std::string::npos);
+  EXPECT_EQ(read_text("/run/gradsweep/clusters/tud/hostfile"),
+            "gsc-tud-n0 slots=2\ngsc-tud-n1 slots=2\ngsc-tud-n2 slots=2\n");
   const auto state = nlohmann::json::parse(read_text("/run/gradsweep/clusters/tud/cluster.json"));
   EXPECT_EQ(state["dilation"].get<double>(), 1.0);
   EXPECT_EQ(state["shaped_bits_per_second"].get<std::uint64_t>(), 200000000u);
@@ -158,10 +161,10 @@ TEST_F(Cluster, AllreduceAcrossTwoNodesIsBoundByTheShapedLink) {
   ASSERT_EQ(up("tmpi", "--nodes 2 --link-bandwidth 100mbit").exit_code, 0);
   const fs::path json = scratch_dir() / "bench.json";
   const std::uint64_t S = 8ull << 20;
-  const CommandResult r = run_command(
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 " + gradsweep() +
-      " cluster exec tmpi -- mpirun -np 2 --bind-to none " + gradsweep() +
-      " bench comm --min-bytes 8MiB --max-bytes 8MiB --iters 2 --warmup 1 --json " + json.string());
+  const CommandResult r =
+      run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 " + gradsweep() +
+                  " cluster exec tmpi -- mpirun -np 2 --bind-to none " + gradsweep() +
+                  " bench comm --min-bytes 8MiB --max-bytes 8MiB --iters 2 --warmup 1 --json " + json.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("on 2 ranks (mpi, 1 on this node)"), std::string::npos) << r.output;
   const auto report = nlohmann::json::parse(read_text(json));
@@ -184,16 +187,19 @@ TEST_F(Cluster, RanksOfOneNodeShareItAndNodesHaveTheirOwnHostNames) {
                            " cluster exec t22 -- mpirun -np 4 --bind-to none ";
   const CommandResult where = run_command(exec + "sh -c 'echo rank $OMPI_COMM_WORLD_RANK on $(hostname)'");
   ASSERT_EQ(where.exit_code, 0) << where.output;
-  for (const char* line : {"rank 0 on gsc-t22-n0", "rank 1 on gsc-t22-n0", "rank 2 on gsc-t22-n1", "rank 3 on gsc-t22-n1"})
+  for (const char* line :
+       {"rank 0 on gsc-t22-n0", "rank 1 on gsc-t22-n0", "rank 2 on gsc-t22-n1", "rank 3 on gsc-t22-n1"})
     EXPECT_NE(where.output.find(line), std::string::npos) << line << " in\n" << where.output;
-  const CommandResult bench = run_command(exec + gradsweep() + " bench comm --min-bytes 1MiB --max-bytes 1MiB --iters 2 --warmup 1");
+  const CommandResult bench =
+      run_command(exec + gradsweep() + " bench comm --min-bytes 1MiB --max-bytes 1MiB --iters 2 --warmup 1");
   ASSERT_EQ(bench.exit_code, 0) << bench.output;
   EXPECT_NE(bench.output.find("on 4 ranks (mpi, 2 on this node)"), std::string::npos) << bench.output;
 }
 
 TEST_F(Cluster, KilledUpLeavesLeftoversThatListCleanRemoves) {
   made_ = {"kup"};
-  const pid_t pid = spawn({gradsweep(), "cluster", "up", "--name", "kup", "--nodes", "24", "--link-bandwidth", "1Gbit"});
+  const pid_t pid =
+      spawn({gradsweep(), "cluster", "up", "--name", "kup", "--nodes", "24", "--link-bandwidth", "1Gbit"});
   ASSERT_TRUE(wait_for([] { return fs::exists("/run/netns/gsc-kup-n1"); }, 20)) << "up made no node";
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
@@ -224,7 +230,8 @@ TEST_F(Cluster, KilledDownLeavesLeftoversThatListCleanRemoves) {
 
 TEST_F(Cluster, KilledUpIsSweptByTheNextUp) {
   made_ = {"kup2", "next"};
-  const pid_t pid = spawn({gradsweep(), "cluster", "up", "--name", "kup2", "--nodes", "24", "--link-bandwidth", "1Gbit"});
+  const pid_t pid =
+      spawn({gradsweep(), "cluster", "up", "--name", "kup2", "--nodes", "24", "--link-bandwidth", "1Gbit"});
   ASSERT_TRUE(wait_for([] { return fs::exists("/run/netns/gsc-kup2-n1"); }, 20));
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
@@ -245,8 +252,11 @@ TEST_F(Cluster, KilledOrInterruptedExecLeavesNoProcessOnTheNodes) {
   };
   for (int sig : {SIGKILL, SIGINT}) {
     const pid_t pid = spawn({gradsweep(), "cluster", "exec", "kex", "--", "mpirun", "-np", "2", "sleep", "120"});
-    ASSERT_TRUE(wait_for([&] { return on_nodes().find('\n') != std::string::npos &&
-                                      !run_command("ip netns pids gsc-kex-n1").output.empty(); }, 30))
+    ASSERT_TRUE(wait_for(
+        [&] {
+          return on_nodes().find('\n') != std::string::npos && !run_command("ip netns pids gsc-kex-n1").output.empty();
+        },
+        30))
         << "the job never reached both nodes";
     ::kill(pid, sig);
     ::waitpid(pid, nullptr, 0);

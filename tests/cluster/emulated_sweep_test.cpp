@@ -41,7 +41,8 @@ std::string objects_of(const std::string& name) {
     for (std::string l; std::getline(in, l);)
       if (l.find(prefix) != std::string::npos) found += std::string(cmd) + ": " + l + "\n";
   }
-  if (read_text("/etc/hosts").find("gradsweep-cluster " + name + "\n") != std::string::npos) found += "/etc/hosts entry\n";
+  if (read_text("/etc/hosts").find("gradsweep-cluster " + name + "\n") != std::string::npos)
+    found += "/etc/hosts entry\n";
   if (fs::exists("/run/gradsweep/clusters/" + name)) found += "state directory\n";
   return found;
 }
@@ -87,8 +88,8 @@ CommandResult run_sweep(const fs::path& exp, const fs::path& out, const std::str
 
 // `gradsweep run` in the background, its output in `log`.
 pid_t start_sweep(const fs::path& exp, const fs::path& out, const fs::path& log) {
-  const std::string cmd = std::string("exec env ") + kRootEnv + gradsweep("run " + exp.string() + " --out " + out.string()) +
-                          " >" + log.string() + " 2>&1";
+  const std::string cmd = std::string("exec env ") + kRootEnv +
+                          gradsweep("run " + exp.string() + " --out " + out.string()) + " >" + log.string() + " 2>&1";
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
@@ -107,8 +108,11 @@ class EmulatedSweep : public ::testing::Test {
 
 TEST_F(EmulatedSweep, LinkRateAsAnAxisShowsInResultsAndTheSlowLinkBoundsTheStep) {
   const fs::path dir = scratch_dir();
-  write_text(dir / "exp.yaml", tiny_experiment("launcher: {name: emulated, nodes: 2, ranks_per_node: 1, threads: 1, link: {bandwidth: 1Gbit}}\n"
-                                               "matrix: {strategy: [ring], link_bandwidth: [20mbit, 1Gbit]}\n", 6));
+  write_text(
+      dir / "exp.yaml",
+      tiny_experiment("launcher: {name: emulated, nodes: 2, ranks_per_node: 1, threads: 1, link: {bandwidth: 1Gbit}}\n"
+                      "matrix: {strategy: [ring], link_bandwidth: [20mbit, 1Gbit]}\n",
+                      6));
   const CommandResult r = run_sweep(dir / "exp.yaml", dir / "out");
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
@@ -146,7 +150,8 @@ TEST_F(EmulatedSweep, InterruptedAndKilledRunsLeaveNoClusterAndTheNextRunResumes
   const fs::path dir = scratch_dir();
   write_text(dir / "exp.yaml", tiny_experiment("checkpoint: {every: 2}\nmatrix: {strategy: [ring]}\n"
                                                "launcher: {name: emulated, nodes: 2, threads: 1, dilation: 2,\n"
-                                               "           link: {bandwidth: 40mbit}}\n", 60));
+                                               "           link: {bandwidth: 40mbit}}\n",
+                                               60));
   std::vector<std::string> clusters;
   for (int sig : {SIGINT, SIGKILL}) {
     // The previous run's cluster and checkpoint are on disk: wait for this run's cluster.
@@ -155,13 +160,16 @@ TEST_F(EmulatedSweep, InterruptedAndKilledRunsLeaveNoClusterAndTheNextRunResumes
     fs::path cell;
     std::string name;
     // This run's cluster is up and its ranks are on node 1 (the provenance of a running cell has no end yet).
-    ASSERT_TRUE(wait_for([&] {
-      cell = only_cell(dir / "out");
-      const nlohmann::json p = read_json(cell / "provenance.json");
-      if (cell.empty() || !p.is_object() || p.value("end", "x") != "" || !p.contains("cluster")) return false;
-      name = p["cluster"].value("name", "");
-      return checkpointed(cell) && !run_command("ip netns pids gsc-" + name + "-n1 2>/dev/null").output.empty();
-    }, 90)) << read_text(log);
+    ASSERT_TRUE(wait_for(
+        [&] {
+          cell = only_cell(dir / "out");
+          const nlohmann::json p = read_json(cell / "provenance.json");
+          if (cell.empty() || !p.is_object() || p.value("end", "x") != "" || !p.contains("cluster")) return false;
+          name = p["cluster"].value("name", "");
+          return checkpointed(cell) && !run_command("ip netns pids gsc-" + name + "-n1 2>/dev/null").output.empty();
+        },
+        90))
+        << read_text(log);
     clusters.push_back(name);
     ::kill(pid, sig);
     int status = 0;
@@ -191,18 +199,24 @@ TEST_F(EmulatedSweep, InterruptedAndKilledRunsLeaveNoClusterAndTheNextRunResumes
 TEST_F(EmulatedSweep, RankKilledMidStepFailsItsCellTearsItsClusterDownAndTheSweepGoesOn) {
   const fs::path dir = scratch_dir();
   // Both cells of one shape, the first long: its rank on node 1 is killed.
-  write_text(dir / "exp.yaml", tiny_experiment("launcher: {name: emulated, nodes: 2, threads: 1, link: {bandwidth: 1Gbit}}\n"
-                                               "checkpoint: {every: 2}\nmatrix: {strategy: [ring], train.steps: [400, 3]}\n", 3));
+  write_text(dir / "exp.yaml",
+             tiny_experiment("launcher: {name: emulated, nodes: 2, threads: 1, link: {bandwidth: 1Gbit}}\n"
+                             "checkpoint: {every: 2}\nmatrix: {strategy: [ring], train.steps: [400, 3]}\n",
+                             3));
   const pid_t pid = start_sweep(dir / "exp.yaml", dir / "out", dir / "out.log");
   fs::path cell;
   std::string name;
-  ASSERT_TRUE(wait_for([&] {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir / "out" / "cells", ec))
-      if (checkpointed(e.path()) && !cluster_of(e.path()).empty() && read_json(e.path() / "provenance.json")["end"] == "")
-        cell = e.path();
-    return !cell.empty();
-  }, 90)) << read_text(dir / "out.log");
+  ASSERT_TRUE(wait_for(
+      [&] {
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(dir / "out" / "cells", ec))
+          if (checkpointed(e.path()) && !cluster_of(e.path()).empty() &&
+              read_json(e.path() / "provenance.json")["end"] == "")
+            cell = e.path();
+        return !cell.empty();
+      },
+      90))
+      << read_text(dir / "out.log");
   name = cluster_of(cell);
   std::istringstream pids(run_command("ip netns pids gsc-" + name + "-n1").output);
   int killed = 0;
@@ -253,15 +267,17 @@ TEST(EmulatedSweepInput, BadLauncherKeysAreRefusedWithTheirLocation) {
 
 TEST_F(EmulatedSweep, NoPrivilegesOrNoIpIsRefusedAtTheLauncherKeyBeforeAnythingRuns) {
   const fs::path dir = scratch_dir();
-  write_text(dir / "exp.yaml",
-             tiny_experiment("launcher: {name: emulated, nodes: 2, link: {bandwidth: 1Gbit}}\nmatrix: {strategy: [ring]}\n"));
+  write_text(
+      dir / "exp.yaml",
+      tiny_experiment("launcher: {name: emulated, nodes: 2, link: {bandwidth: 1Gbit}}\nmatrix: {strategy: [ring]}\n"));
   const std::string run = gradsweep("run " + (dir / "exp.yaml").string() + " --out " + (dir / "out").string());
   for (const auto& [prefix, expected] :
        std::vector<std::pair<std::string, std::string>>{{"setpriv --bounding-set=-all --inh-caps=-all ", "needs root"},
                                                         {"env PATH=/nonexistent ", "needs `ip` (iproute2) on PATH"}}) {
     const CommandResult r = run_command(prefix + run);
     EXPECT_NE(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("exp.yaml:7:18: launcher.name: emulated " + expected), std::string::npos) << prefix << r.output;
+    EXPECT_NE(r.output.find("exp.yaml:7:18: launcher.name: emulated " + expected), std::string::npos)
+        << prefix << r.output;
     EXPECT_FALSE(fs::exists(dir / "out" / "cells")) << "a refused sweep made its cells";
   }
 }

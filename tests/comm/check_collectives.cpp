@@ -50,7 +50,8 @@ void Checker::allreduce() {
 }
 
 void Checker::allreduce_one(sdk::Algorithm a, torch::ScalarType dtype, std::int64_t size, ReduceOp op) {
-  const std::string what = name(std::string(algorithm_name(a)) + " allreduce", dtype, size, std::string(" ") + op_name(op));
+  const std::string what =
+      name(std::string(algorithm_name(a)) + " allreduce", dtype, size, std::string(" ") + op_name(op));
   torch::Tensor t = fill(rank_, size, dtype);
   if (ok(with(a).allreduce(t, op), what)) equal(t, reference(op, n_, size, dtype), what);
   traffic(ring(t.nbytes(), 2), ring(t.nbytes(), 2), 1, t.nbytes(), what);

@@ -69,14 +69,16 @@ class HierarchicalOnNodes : public ::testing::TestWithParam<NodeShape> {};
 
 TEST_P(HierarchicalOnNodes, MatchesTheReferenceSums) {
   const NodeShape shape = GetParam();
-  const auto r = test::run_command(mpirun(shape.ranks, "-x GRADSWEEP_RANKS_PER_NODE " + collective_check("hierarchical"),
-                                          "GRADSWEEP_RANKS_PER_NODE=" + std::to_string(shape.per_node)));
+  const auto r =
+      test::run_command(mpirun(shape.ranks, "-x GRADSWEEP_RANKS_PER_NODE " + collective_check("hierarchical"),
+                               "GRADSWEEP_RANKS_PER_NODE=" + std::to_string(shape.per_node)));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("FAIL"), std::string::npos) << r.output;
   for (int rank = 0; rank < shape.ranks; ++rank) {
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.output, m, std::regex("rank " + std::to_string(rank) +
-                                                          ": node rank ([0-9]+) of ([0-9]+), nodes ([0-9]+), uneven: (.*)")))
+    ASSERT_TRUE(std::regex_search(
+        r.output, m,
+        std::regex("rank " + std::to_string(rank) + ": node rank ([0-9]+) of ([0-9]+), nodes ([0-9]+), uneven: (.*)")))
         << r.output;
     const int node_size = std::stoi(m[2]);
     EXPECT_EQ(std::stoi(m[1]), rank % shape.per_node) << r.output;
@@ -122,14 +124,14 @@ TEST(HierarchicalSplit, ABadRanksPerNodeIsRefusedByName) {
 // The ring with segments of 1000 bytes (so odd chunks split into several segments of uneven length,
 // 250 float32 or 500 bfloat16 elements) and 3 exchanges in flight, on an odd number of ranks.
 TEST(RingTuning, SmallSegmentsAndDeepPipelineOnThreeRanks) {
-  const auto r = test::run_command(mpirun(3, "-x GRADSWEEP_RING_SEGMENT_BYTES -x GRADSWEEP_RING_LOOKAHEAD " +
-                                                 collective_check("ring"),
-                                             "GRADSWEEP_RING_SEGMENT_BYTES=1000 GRADSWEEP_RING_LOOKAHEAD=3"));
+  const auto r = test::run_command(
+      mpirun(3, "-x GRADSWEEP_RING_SEGMENT_BYTES -x GRADSWEEP_RING_LOOKAHEAD " + collective_check("ring"),
+             "GRADSWEEP_RING_SEGMENT_BYTES=1000 GRADSWEEP_RING_LOOKAHEAD=3"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("FAIL"), std::string::npos) << r.output;
   for (int rank = 0; rank < 3; ++rank)
-    EXPECT_TRUE(std::regex_search(r.output, std::regex("DONE rank " + std::to_string(rank) +
-                                                       " of 3 ring checks=[0-9]+ failures=0")))
+    EXPECT_TRUE(std::regex_search(
+        r.output, std::regex("DONE rank " + std::to_string(rank) + " of 3 ring checks=[0-9]+ failures=0")))
         << r.output;
 }
 
@@ -152,8 +154,8 @@ TEST(MpiFailure, CollectiveThatNeverCompletesTimesOut) {
 }
 
 TEST(MpiFailure, AsyncCollectiveThatNeverCompletesTimesOut) {
-  const auto [r, seconds] = run_timed(
-      mpirun(2, "-x GRADSWEEP_COMM_TIMEOUT " + collective_check("hang-async 1"), "GRADSWEEP_COMM_TIMEOUT=2"));
+  const auto [r, seconds] =
+      run_timed(mpirun(2, "-x GRADSWEEP_COMM_TIMEOUT " + collective_check("hang-async 1"), "GRADSWEEP_COMM_TIMEOUT=2"));
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_LT(seconds, 30.0) << r.output;
   EXPECT_NE(r.output.find("allreduce_async of 1024 float32 (4096 bytes) on rank 0 of 2 has waited"), std::string::npos)
@@ -167,7 +169,8 @@ struct Forensic {
   fs::path dumps;
 };
 
-Forensic misbehave(int ranks, const std::string& mode, const std::string& env = "GRADSWEEP_COMM_TIMEOUT=2 GRADSWEEP_CHECK_COLLECTIVES=0") {
+Forensic misbehave(int ranks, const std::string& mode,
+                   const std::string& env = "GRADSWEEP_COMM_TIMEOUT=2 GRADSWEEP_CHECK_COLLECTIVES=0") {
   const fs::path dir = test::scratch_dir();
   const std::string forward = "-x GRADSWEEP_COMM_TIMEOUT -x GRADSWEEP_CHECK_COLLECTIVES ";
   Timed run = run_timed(mpirun(ranks, forward + collective_check(mode + " " + dir.string()), env));
@@ -199,9 +202,10 @@ TEST(Forensics, RankStuckOutsideCollectivesAnswersAndIsNamed) {
   const auto& r = run.result;
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_LT(run.seconds, 30.0) << r.output;
-  EXPECT_NE(r.output.find("hang: rank 1 did not finish allreduce #2: rank 1 is not in any collective (finished #1, "
-                          "issued nothing since); rank 0 finished #1 and waits in allreduce of 1024 float32 (4.0 KiB) #2"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("hang: rank 1 did not finish allreduce #2: rank 1 is not in any collective (finished #1, "
+                    "issued nothing since); rank 0 finished #1 and waits in allreduce of 1024 float32 (4.0 KiB) #2"),
+      std::string::npos)
       << r.output;
   EXPECT_TRUE(fs::exists(dumps / "rank-0.json") && fs::exists(dumps / "rank-1.json")) << r.output;
 }
@@ -211,8 +215,9 @@ TEST(Forensics, SkippedCollectiveIsNamedWhenTheRanksHang) {
   const auto& r = run.result;
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_LT(run.seconds, 30.0) << r.output;
-  EXPECT_NE(r.output.find("ranks disagree on collective #2: rank 0 allreduce of 1024 float32 (4.0 KiB); rank 1 barrier"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("ranks disagree on collective #2: rank 0 allreduce of 1024 float32 (4.0 KiB); rank 1 barrier"),
+      std::string::npos)
       << r.output;
   EXPECT_TRUE(fs::exists(dumps / "rank-0.json") && fs::exists(dumps / "rank-1.json")) << r.output;
 }
@@ -244,12 +249,13 @@ TEST(Forensics, CheckStopsAnotherSizeNamingBothSides) {
 // The check must not cry wolf: the whole verify suite (every collective, algorithm, dtype, async, argument
 // errors) passes with it on, on 3 ranks.
 TEST(Forensics, CheckFindsNothingWrongInTheFullSuite) {
-  const auto r = test::run_command(mpirun(3, "-x GRADSWEEP_CHECK_COLLECTIVES " + collective_check("verify"),
-                                          "GRADSWEEP_CHECK_COLLECTIVES=1"));
+  const auto r = test::run_command(
+      mpirun(3, "-x GRADSWEEP_CHECK_COLLECTIVES " + collective_check("verify"), "GRADSWEEP_CHECK_COLLECTIVES=1"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("mismatch"), std::string::npos) << r.output;
   for (int rank = 0; rank < 3; ++rank)
-    EXPECT_TRUE(std::regex_search(r.output, std::regex("DONE rank " + std::to_string(rank) + " of 3 checks=[0-9]+ failures=0")))
+    EXPECT_TRUE(
+        std::regex_search(r.output, std::regex("DONE rank " + std::to_string(rank) + " of 3 checks=[0-9]+ failures=0")))
         << r.output;
 }
 
@@ -268,9 +274,9 @@ TEST(Forensics, FailingRankAndTheRanksWaitingForItDump) {
 TEST(BenchComm, TwoRanksPrintBothAlgorithmsAndWriteJson) {
   const fs::path dir = test::scratch_dir();
   const fs::path json = dir / "bench.json";
-  const auto r = test::run_command(mpirun(2, test::gradsweep_binary().string() +
-                                                 " bench comm --max-bytes 64KiB --iters 2 --warmup 1 --json " +
-                                                 json.string()));
+  const auto r =
+      test::run_command(mpirun(2, test::gradsweep_binary().string() +
+                                      " bench comm --max-bytes 64KiB --iters 2 --warmup 1 --json " + json.string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("allreduce of float32 on 2 ranks"), std::string::npos) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(native +time\(us\).*ring +time\(us\).*ring/native)")))
@@ -286,13 +292,14 @@ TEST(BenchComm, TwoRanksPrintBothAlgorithmsAndWriteJson) {
 fs::path single_cell(const fs::path& dir) {
   const fs::path corpus = test::byte_corpus();
   const fs::path file = dir / "cell.yaml";
-  test::write_text(file, "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
-                         "strategy: {name: single}\n"
-                         "data: {train: " + (corpus / "train.bin").string() + ", val: " +
-                             (corpus / "val.bin").string() +
-                             "}\n"
-                             "train: {steps: 3, batch_size: 4, seq_len: 32}\neval: {batches: 2}\n"
-                             "metrics: {peak_flops: 1e10}\nruntime: {threads: 1}\n");
+  test::write_text(file,
+                   "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+                   "strategy: {name: single}\n"
+                   "data: {train: " +
+                       (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
+                       "}\n"
+                       "train: {steps: 3, batch_size: 4, seq_len: 32}\neval: {batches: 2}\n"
+                       "metrics: {peak_flops: 1e10}\nruntime: {threads: 1}\n");
   return file;
 }
 

@@ -79,10 +79,13 @@ TEST(ThreadRanks, CollectivesEqualReferencesAtOneToFourRanks) {
 TEST(ThreadRanks, RingAndHierarchicalViewsComputeTheSame) {
   test::RanksOptions two_nodes;
   two_nodes.ranks_per_node = 2;
-  run_ranks(4, [](sdk::Communicator& comm) {
-    check_blocking(sdk::collective::with_algorithm(comm, sdk::Algorithm::Ring));
-    check_blocking(sdk::collective::with_algorithm(comm, sdk::Algorithm::Hierarchical));
-  }, two_nodes);
+  run_ranks(
+      4,
+      [](sdk::Communicator& comm) {
+        check_blocking(sdk::collective::with_algorithm(comm, sdk::Algorithm::Ring));
+        check_blocking(sdk::collective::with_algorithm(comm, sdk::Algorithm::Hierarchical));
+      },
+      two_nodes);
 }
 
 // ZeRO's layout: each rank's input is its own slot of the output (allgather), or the output lies inside
@@ -114,8 +117,8 @@ TEST(ThreadRanks, AsyncCallsMatchInIssueOrderBesideBlockingCalls) {
       torch::Tensor rs_out = torch::zeros({4});
       torch::Tensor ag_out = torch::zeros({3 * ranks}, torch::kLong);
       auto ra = sdk::collective::allreduce_async(comm, a);
-      auto rs = sdk::collective::reduce_scatter_async(ring, pattern(r, 4 * ranks, torch::kFloat), rs_out,
-                                                      sdk::ReduceOp::Max);
+      auto rs =
+          sdk::collective::reduce_scatter_async(ring, pattern(r, 4 * ranks, torch::kFloat), rs_out, sdk::ReduceOp::Max);
       torch::Tensor blocking = pattern(r, 5, torch::kInt);
       sdk::collective::allreduce(comm, blocking, sdk::ReduceOp::Min);
       auto ag = sdk::collective::allgather_async(comm, pattern(r, 3, torch::kLong), ag_out);
@@ -235,20 +238,23 @@ TEST(ThreadRanks, NodesAndFeaturesAreAsConfigured) {
   options.ranks_per_node = 2;
   options.features = sdk::kPointToPoint | sdk::kAsyncCollectives;  // what NCCL offers
   std::atomic<int> checked{0};
-  run_ranks(3, [&](sdk::Communicator& comm) {
-    EXPECT_EQ(comm.local_rank(), comm.rank() % 2);
-    EXPECT_EQ(comm.local_size(), comm.rank() < 2 ? 2 : 1);
-    EXPECT_STREQ(comm.backend(), "threads");
-    EXPECT_EQ(comm.features(), options.features);
-    torch::Tensor t = torch::zeros({1});
-    int source = -1;
-    const sdk::Status any = comm.recv_any(t, 0, &source);
-    EXPECT_FALSE(any.ok);
-    EXPECT_NE(any.message.find("does not offer recv_any"), std::string::npos) << any.message;
-    sdk::Communicator* view = nullptr;
-    EXPECT_FALSE(comm.with_algorithm(sdk::Algorithm::Ring, &view).ok);
-    ++checked;
-  }, options);
+  run_ranks(
+      3,
+      [&](sdk::Communicator& comm) {
+        EXPECT_EQ(comm.local_rank(), comm.rank() % 2);
+        EXPECT_EQ(comm.local_size(), comm.rank() < 2 ? 2 : 1);
+        EXPECT_STREQ(comm.backend(), "threads");
+        EXPECT_EQ(comm.features(), options.features);
+        torch::Tensor t = torch::zeros({1});
+        int source = -1;
+        const sdk::Status any = comm.recv_any(t, 0, &source);
+        EXPECT_FALSE(any.ok);
+        EXPECT_NE(any.message.find("does not offer recv_any"), std::string::npos) << any.message;
+        sdk::Communicator* view = nullptr;
+        EXPECT_FALSE(comm.with_algorithm(sdk::Algorithm::Ring, &view).ok);
+        ++checked;
+      },
+      options);
   EXPECT_EQ(checked.load(), 3);
 }
 

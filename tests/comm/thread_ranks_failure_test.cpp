@@ -67,12 +67,15 @@ TEST(ThreadRanksFailure, ARankThatNeverJoinsIsADeadlockNamed) {
   test::RanksOptions options;
   options.timeout = std::chrono::seconds(20);  // must not be what ends it
   try {
-    run_ranks(3, [](sdk::Communicator& comm) {
-      if (comm.rank() == 1) return;
-      torch::Tensor t = torch::ones({5});
-      if (comm.rank() == 0) sdk::collective::allreduce(comm, t);
-      if (comm.rank() == 2) sdk::check(comm.recv(t, 1, 4));
-    }, options);
+    run_ranks(
+        3,
+        [](sdk::Communicator& comm) {
+          if (comm.rank() == 1) return;
+          torch::Tensor t = torch::ones({5});
+          if (comm.rank() == 0) sdk::collective::allreduce(comm, t);
+          if (comm.rank() == 2) sdk::check(comm.recv(t, 1, 4));
+        },
+        options);
     FAIL() << "run_ranks returned";
   } catch (const RankFailure& e) {
     EXPECT_EQ(e.rank(), -1);
@@ -110,8 +113,9 @@ TEST(ThreadRanksFailure, AsyncCallsNeverJoinedByAllAreReported) {
     FAIL() << "run_ranks returned";
   } catch (const RankFailure& e) {
     EXPECT_EQ(e.rank(), -1);
-    EXPECT_TRUE(contains(e.what(), "async call #0 (allreduce_async of 4 float32 (16 bytes)) joined by rank(s) 0, "
-                                   "never by rank(s) 1"))
+    EXPECT_TRUE(contains(e.what(),
+                         "async call #0 (allreduce_async of 4 float32 (16 bytes)) joined by rank(s) 0, "
+                         "never by rank(s) 1"))
         << e.what();
   }
 }
@@ -124,17 +128,20 @@ TEST(ThreadRanksFailure, AWaitPastTheTimeoutEndsTheRun) {
   std::promise<void> rank0_done;
   std::shared_future<void> released = rank0_done.get_future().share();
   try {
-    run_ranks(2, [&](sdk::Communicator& comm) {
-      torch::Tensor t = torch::ones({2});
-      if (comm.rank() == 1) {
-        released.wait();  // busy elsewhere until rank 0 has given up
-        sdk::collective::barrier(comm);
-        return;
-      }
-      const sdk::Status s = comm.allreduce(t, sdk::ReduceOp::Sum);
-      rank0_done.set_value();
-      sdk::check(s);
-    }, options);
+    run_ranks(
+        2,
+        [&](sdk::Communicator& comm) {
+          torch::Tensor t = torch::ones({2});
+          if (comm.rank() == 1) {
+            released.wait();  // busy elsewhere until rank 0 has given up
+            sdk::collective::barrier(comm);
+            return;
+          }
+          const sdk::Status s = comm.allreduce(t, sdk::ReduceOp::Sum);
+          rank0_done.set_value();
+          sdk::check(s);
+        },
+        options);
     FAIL() << "run_ranks returned";
   } catch (const RankFailure& e) {
     EXPECT_EQ(e.rank(), -1);

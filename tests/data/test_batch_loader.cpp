@@ -28,8 +28,7 @@ std::filesystem::path fortunes_shard(const TempDir& dir) {
   return path;
 }
 
-BatchLoader loader(const std::filesystem::path& shard, int64_t G, int64_t T, int64_t M, int64_t r = 0,
-                   int64_t W = 1) {
+BatchLoader loader(const std::filesystem::path& shard, int64_t G, int64_t T, int64_t M, int64_t r = 0, int64_t W = 1) {
   return BatchLoader(TokenShard::open(shard), BatchLoaderOptions{G, T, M, r, W});
 }
 
@@ -135,8 +134,7 @@ TEST(BatchLoader, GlobalBatchNotDivisibleByMicroBatchTimesRanksIsAnError) {
     loader(shard, 12, 8, 2, 0, 4);
     ADD_FAILURE() << "G=12, M=2, W=4 was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("global batch size 12 is not a multiple of"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("global batch size 12 is not a multiple of"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("2 x 4 = 8"), std::string::npos) << e.what();
   }
   EXPECT_THROW(loader(shard, 8, 8, 2, 4, 4), std::invalid_argument);  // rank out of range

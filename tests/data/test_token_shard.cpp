@@ -144,8 +144,7 @@ TEST(TokenShard, TokensOutsideUint16AreRejectedAndNothingIsWritten) {
   }
   // The previous content survives and no temporary file is left behind.
   EXPECT_EQ(read_token_shard(dir / "s.bin"), std::vector<int32_t>{9});
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()),
-            1);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()), 1);
 }
 
 }  // namespace

@@ -26,10 +26,9 @@ std::vector<std::string> pieces(std::string_view text) {
 TEST(Gpt2Pretokenizer, CutsAsciiTextExactlyLikeTheRegex) {
   EXPECT_EQ(pieces("Hello world"), (std::vector<std::string>{"Hello", " world"}));
   EXPECT_EQ(pieces("I've got 1234 apples, they're   great!!\n\n  ok?  "),
-            (std::vector<std::string>{"I", "'ve", " got", " 1234", " apples", ",", " they", "'re", "  ", " great",
-                                      "!!", "\n\n ", " ok", "?", "  "}));
-  EXPECT_EQ(pieces(" 'Sup? don't\tx\n"),
-            (std::vector<std::string>{" '", "Sup", "?", " don", "'t", "\t", "x", "\n"}));
+            (std::vector<std::string>{"I", "'ve", " got", " 1234", " apples", ",", " they", "'re", "  ", " great", "!!",
+                                      "\n\n ", " ok", "?", "  "}));
+  EXPECT_EQ(pieces(" 'Sup? don't\tx\n"), (std::vector<std::string>{" '", "Sup", "?", " don", "'t", "\t", "x", "\n"}));
   EXPECT_EQ(pieces("a1b2 ,,x  'll"), (std::vector<std::string>{"a", "1", "b", "2", " ,,", "x", " ", " '", "ll"}));
   EXPECT_TRUE(pieces("").empty());
 }

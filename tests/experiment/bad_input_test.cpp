@@ -19,12 +19,13 @@ test::CommandResult train(const std::string& train_line, const std::string& extr
                           const std::string& metrics = "{peak_flops: 1e11}") {
   const fs::path dir = test::scratch_dir();
   const fs::path corpus = test::byte_corpus();
-  test::write_text(dir / "c.yaml", "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
-                                   "data: {train: " + (corpus / "train.bin").string() + ", val: " +
-                                       (corpus / "val.bin").string() + "}\n" + train_line + "\n" +
-                                       "eval: {batches: 1}\nmetrics: " + metrics + "\n" + extra);
-  return test::run_command("timeout 120 " + test::gradsweep("train " + (dir / "c.yaml").string() + " --out " +
-                                                             (dir / "o").string()));
+  test::write_text(dir / "c.yaml",
+                   "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+                   "data: {train: " +
+                       (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() + "}\n" +
+                       train_line + "\n" + "eval: {batches: 1}\nmetrics: " + metrics + "\n" + extra);
+  return test::run_command("timeout 120 " +
+                           test::gradsweep("train " + (dir / "c.yaml").string() + " --out " + (dir / "o").string()));
 }
 
 // `gradsweep plan` on test::tiny_experiment(extra) (6 lines, so `extra` starts at line 7).
@@ -32,13 +33,13 @@ test::CommandResult plan(const std::string& extra, const std::string& flags = ""
   const fs::path dir = test::scratch_dir();
   test::write_text(dir / "exp.yaml", test::tiny_experiment(extra));
   return test::run_command("timeout 120 " + test::gradsweep("plan " + (dir / "exp.yaml").string() + " --out " +
-                                                             (dir / "out").string() + " " + flags));
+                                                            (dir / "out").string() + " " + flags));
 }
 
-#define EXPECT_REFUSED(result, fragment)                                                   \
-  do {                                                                                     \
-    EXPECT_EQ((result).exit_code, kConfigError) << (result).output;                        \
-    EXPECT_NE((result).output.find(fragment), std::string::npos) << (result).output;       \
+#define EXPECT_REFUSED(result, fragment)                                                           \
+  do {                                                                                             \
+    EXPECT_EQ((result).exit_code, kConfigError) << (result).output;                                \
+    EXPECT_NE((result).output.find(fragment), std::string::npos) << (result).output;               \
     EXPECT_EQ((result).output.find("step "), std::string::npos) << "trained: " << (result).output; \
   } while (0)
 
@@ -57,7 +58,8 @@ TEST(BadInput, AValueOutsideAPluginsDeclaredChoicesIsRefusedByTheHost) {
 
 TEST(BadInput, DuplicateSectionNamesBothLines) {
   // The first `train:` won before, silently.
-  const auto r = train("train: {steps: 2, batch_size: 4, seq_len: 32}", "train: {steps: 3, batch_size: 4, seq_len: 32}\n");
+  const auto r =
+      train("train: {steps: 2, batch_size: 4, seq_len: 32}", "train: {steps: 3, batch_size: 4, seq_len: 32}\n");
   EXPECT_REFUSED(r, "c.yaml:6:1: train: duplicate key (first at line 3:1)");
 }
 
@@ -129,8 +131,9 @@ TEST(BadInput, SweepBeyondTheCellLimitIsRefusedWithCountAndAxes) {
   const std::string matrix = "matrix:\n  train.warmup_steps: " + values(100) + "\n  train.seed: " + values(100) +
                              "\n  eval.batches: " + values(100) + "\n";
   const auto r = plan(matrix);
-  EXPECT_REFUSED(r, "exp.yaml:8:3: matrix: 1000000 cells (train.warmup_steps 100 x train.seed 100 x eval.batches 100) "
-                    "is more than the limit of 10000; narrow the sweep, or raise the limit with --max-cells N");
+  EXPECT_REFUSED(r,
+                 "exp.yaml:8:3: matrix: 1000000 cells (train.warmup_steps 100 x train.seed 100 x eval.batches 100) "
+                 "is more than the limit of 10000; narrow the sweep, or raise the limit with --max-cells N");
   // The limit is the user's to raise; repeats count.
   const auto small = plan("matrix:\n  train.warmup_steps: " + values(30) + "\nrepeat: 2\n", "--max-cells 50");
   EXPECT_REFUSED(small, "matrix: 60 cells ((train.warmup_steps 30) x repeat 2) is more than the limit of 50");

@@ -34,9 +34,9 @@ void add_cell(SweepPlan& plan, const std::string& strategy, int round, double sp
     metrics += j.dump() + "\n";
   }
   test::write_text(cell.dir / "metrics.jsonl", metrics);
-  const nlohmann::json summary{{"status", "ok"}, {"strategy", strategy}, {"model", "gpt2"},
-                               {"tokens_per_sec", speed}, {"step_time_s", 64 / speed},
-                               {"val_loss", final_loss}, {"tokens_per_step", 64}};
+  const nlohmann::json summary{{"status", "ok"},          {"strategy", strategy},      {"model", "gpt2"},
+                               {"tokens_per_sec", speed}, {"step_time_s", 64 / speed}, {"val_loss", final_loss},
+                               {"tokens_per_step", 64}};
   test::write_text(cell.dir / "summary.json", summary.dump());
   CellStatus status;
   status.state = CellState::Ok;
@@ -99,10 +99,10 @@ TEST(Comparison, ReportTablesAndColumns) {
   EXPECT_NE(md.find("| 1 | strategy=same | 3 of 3 | 15 [15, 15]"), std::string::npos) << md;
   const std::string csv = test::read_text(plan.out_dir / "results.csv");
   const std::string header = csv.substr(0, csv.find('\n')) + ",";
-  for (const char* column : {"group", "round", "speed_vs_baseline", "time_to_target_s", "tokens_to_target",
-                             "bytes_to_target", "target_loss", "group.n", "group.tokens_per_sec.median",
-                             "group.tokens_per_sec.ci95_low", "group.val_loss.ci95_high", "group.verdict",
-                             "group.speed_vs_baseline.ci95_low"})
+  for (const char* column :
+       {"group", "round", "speed_vs_baseline", "time_to_target_s", "tokens_to_target", "bytes_to_target", "target_loss",
+        "group.n", "group.tokens_per_sec.median", "group.tokens_per_sec.ci95_low", "group.val_loss.ci95_high",
+        "group.verdict", "group.speed_vs_baseline.ci95_low"})
     EXPECT_NE(header.find(std::string(",") + column + ","), std::string::npos) << column;
   EXPECT_NE(csv.find("not reached"), std::string::npos);
 }
@@ -129,7 +129,8 @@ TEST(Comparison, UnreachedTargetIsSaid) {
   const Report report = write_report(plan, options);
   ASSERT_EQ(report.warnings.size(), 1u);
   EXPECT_NE(report.warnings[0].find("no cell reached the target val loss 1 (--target-loss)"), std::string::npos);
-  EXPECT_NE(test::read_text(plan.out_dir / "report.md").find("No cell reached the target val loss 1"), std::string::npos);
+  EXPECT_NE(test::read_text(plan.out_dir / "report.md").find("No cell reached the target val loss 1"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -12,8 +12,12 @@ std::string tiny_experiment(const std::string& extra, int steps) {
   const fs::path corpus = byte_corpus();
   return "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
          "strategy: {name: single}\n"
-         "data: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() + "}\n"
-         "train: {steps: " + std::to_string(steps) + ", batch_size: 4, seq_len: 16, lr: 1e-3}\n"
+         "data: {train: " +
+         (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
+         "}\n"
+         "train: {steps: " +
+         std::to_string(steps) +
+         ", batch_size: 4, seq_len: 16, lr: 1e-3}\n"
          "eval: {batches: 1}\n"
          "metrics: {peak_flops: 1e11, log_every: 1}\n" +
          extra;

@@ -14,12 +14,13 @@ std::vector<std::string> problems(const std::string& extra) {
   return test::plan_problems(test::scratch_dir(), test::tiny_experiment(extra));
 }
 
-#define EXPECT_PROBLEM(list, fragment)                         \
-  EXPECT_TRUE(has_problem(list, fragment)) << "wanted: " << fragment << "\ngot:\n" << [&] { \
-    std::string all;                                           \
-    for (const auto& p : list) all += "  " + p + "\n";         \
-    return all;                                                \
-  }()
+#define EXPECT_PROBLEM(list, fragment)                                                             \
+  EXPECT_TRUE(has_problem(list, fragment)) << "wanted: " << fragment << "\ngot:\n"                 \
+                                           << [&] {                                                \
+                                                std::string all;                                   \
+                                                for (const auto& p : list) all += "  " + p + "\n"; \
+                                                return all;                                        \
+                                              }()
 
 TEST(ExperimentValidation, UnknownTopLevelKey) {
   const auto p = problems("matrx: {strategy: [ring]}\n");
@@ -54,8 +55,9 @@ TEST(ExperimentValidation, UnknownPluginOption) {
 TEST(ExperimentValidation, SingleOnMoreThanOneRankIsImpossible) {
   // The plugin's own words (its check_plan), placed at the key that made the ranks.
   const auto p = problems("matrix:\n  nodes: [1, 2]\n");
-  EXPECT_PROBLEM(p, "exp.yaml:8:14: launcher.nodes: strategy 'single' runs on one rank, but the job has 2 (nodes x "
-                    "ranks_per_node = 2 x 1); pick a data-parallel strategy (ps, dps, ring) for more (cell nodes=2)");
+  EXPECT_PROBLEM(p,
+                 "exp.yaml:8:14: launcher.nodes: strategy 'single' runs on one rank, but the job has 2 (nodes x "
+                 "ranks_per_node = 2 x 1); pick a data-parallel strategy (ps, dps, ring) for more (cell nodes=2)");
   EXPECT_EQ(p.size(), 1u);
 }
 
@@ -68,12 +70,15 @@ TEST(ExperimentValidation, ABadChoiceIsRefusedByTheHostWithItsPosition) {
 TEST(ExperimentValidation, WhatTheBackendCannotDoIsRefusedAtPlanTime) {
   // NCCL offers neither gradsweep's ring nor recv_any: refused by the strategies' plan checks, with the
   // backend's declared features (Communicator::features), before any process starts.
-  const auto p = problems("runtime: {comm: nccl}\nmatrix:\n  strategy: [ring, {name: ps, mode: async}, "
-                          "{name: ring, algorithm: native}]\n  ranks_per_node: [2]\n");
-  EXPECT_PROBLEM(p, "strategy 'ring': algorithm ring is gradsweep's own allreduce over point-to-point, which the "
-                    "nccl backend does not offer on 2 ranks; use algorithm: native");
-  EXPECT_PROBLEM(p, "strategy.mode: strategy 'ps': mode async serves gradients in the order they arrive (recv_any), "
-                    "which the nccl backend does not offer");
+  const auto p = problems(
+      "runtime: {comm: nccl}\nmatrix:\n  strategy: [ring, {name: ps, mode: async}, "
+      "{name: ring, algorithm: native}]\n  ranks_per_node: [2]\n");
+  EXPECT_PROBLEM(p,
+                 "strategy 'ring': algorithm ring is gradsweep's own allreduce over point-to-point, which the "
+                 "nccl backend does not offer on 2 ranks; use algorithm: native");
+  EXPECT_PROBLEM(p,
+                 "strategy.mode: strategy 'ps': mode async serves gradients in the order they arrive (recv_any), "
+                 "which the nccl backend does not offer");
   EXPECT_EQ(p.size(), 2u);
 }
 
@@ -138,10 +143,11 @@ TEST(ExperimentValidation, CliReportsEveryProblemAndExitsNonZero) {
   const auto dir = test::scratch_dir();
   test::write_text(dir / "bad.yaml", test::tiny_experiment("matrix:\n  strategy: [rign]\n  train.steps: [x]\n"));
   for (const char* cmd : {"plan", "run"}) {
-    const auto r = test::run_command(test::gradsweep(std::string(cmd) + " " + (dir / "bad.yaml").string() + " --out " +
-                                                     (dir / "out").string()));
+    const auto r = test::run_command(
+        test::gradsweep(std::string(cmd) + " " + (dir / "bad.yaml").string() + " --out " + (dir / "out").string()));
     EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(r.output.find("bad.yaml:8:14: strategy.name: unknown strategy plugin 'rign'"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("bad.yaml:8:14: strategy.name: unknown strategy plugin 'rign'"), std::string::npos)
+        << r.output;
     EXPECT_NE(r.output.find("bad.yaml:9:17: train.steps: expected an integer, got 'x'"), std::string::npos) << r.output;
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "out" / "cells")) << "nothing runs when the file is invalid";

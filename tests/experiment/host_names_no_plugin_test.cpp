@@ -1,8 +1,8 @@
 // The planner and the trainer judge a cell by what plugins declare (sdk/capabilities.hpp), never by
 // their names or option keys: no plugin name and no plugin option key of any built plugin appears as a
 // string literal in host/experiment/sweep_*.cpp, host/train/*.cpp, host/projection/*.cpp (the projection
-// reads only what cells measured) or host/conformance/*.cpp (the kit reads only what a plugin declares). The default strategy's name lives in
-// one named place, host/config/cell_config.hpp (kDefaultStrategy), outside these files.
+// reads only what cells measured) or host/conformance/*.cpp (the kit reads only what a plugin declares). The default
+// strategy's name lives in one named place, host/config/cell_config.hpp (kDefaultStrategy), outside these files.
 #include "plugins/plugin_registry.hpp"
 #include "support/test_support.hpp"
 
@@ -74,7 +74,7 @@ TEST(HostNamesNoPlugin, PlannerAndTrainerHoldNoPluginNameOrOptionKey) {
     for (const auto& word : words)
       if (!kAllowed.count({file.filename().string(), word})) {
         EXPECT_EQ(text.find("\"" + word + "\""), std::string::npos)
-          << file.string() << " names \"" << word << "\": judge the plugin by what it declares instead";
+            << file.string() << " names \"" << word << "\": judge the plugin by what it declares instead";
       }
   }
 }

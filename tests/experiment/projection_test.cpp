@@ -86,8 +86,7 @@ TEST(LinkFit, ReadsTheJsonOfBenchComm) {
   // The shape `gradsweep bench comm --json` writes (bench_comm_command.cpp).
   nlohmann::json bench{{"collective", "allreduce"}, {"ranks", 4}, {"results", nlohmann::json::array()}};
   for (const auto& p : synthetic_points(5e-6, 1e9))
-    if (p.ranks == 4)
-      bench["results"].push_back({{"bytes", p.bytes}, {"ring", {{"time_us", p.seconds * 1e6}}}});
+    if (p.ranks == 4) bench["results"].push_back({{"bytes", p.bytes}, {"ring", {{"time_us", p.seconds * 1e6}}}});
   test::write_text(dir / "bench.json", bench.dump());
   const LinkModel fit = fit_link(read_bench_points(dir / "bench.json", "ring"));
   EXPECT_NEAR(fit.alpha_s, 5e-6, 1e-11);
@@ -135,9 +134,10 @@ TEST(KendallTau, AgreementAndReversal) {
 }
 
 std::string two_cells() {
-  return test::tiny_experiment("name: proj\nlauncher: {threads: 1}\n"
-                               "include:\n  - {strategy: single, ranks_per_node: 1}\n  - {strategy: ring, ranks_per_node: 2}\n",
-                               6);
+  return test::tiny_experiment(
+      "name: proj\nlauncher: {threads: 1}\n"
+      "include:\n  - {strategy: single, ranks_per_node: 1}\n  - {strategy: ring, ranks_per_node: 2}\n",
+      6);
 }
 
 std::vector<std::string> csv_row(const std::string& line) {
@@ -151,8 +151,8 @@ TEST(ProjectionCommand, NamesTheMissingMeasurementsAndTheCommandsThatMakeThem) {
   const fs::path dir = test::scratch_dir();
   test::write_text(dir / "proj.yaml", two_cells());
   // Nothing ran yet: no one-rank compute, no traffic, no link.
-  const auto r = test::run_command(test::gradsweep("project " + (dir / "proj.yaml").string() + " --out " +
-                                                   (dir / "out").string()));
+  const auto r = test::run_command(
+      test::gradsweep("project " + (dir / "proj.yaml").string() + " --out " + (dir / "out").string()));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("missing measurements"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("compute on one rank of"), std::string::npos) << r.output;
@@ -201,7 +201,8 @@ TEST(ProjectionRun, ReportGetsPredictedColumnsAndChartsAfterARealSweep) {
       // single ran on one rank only: its traffic on more is unknown, said without failing.
       EXPECT_EQ(line["curve"].size(), 1u) << line.dump();
       ASSERT_EQ(projection["not_projected"].size(), 1u) << projection.dump();
-      EXPECT_NE(projection["not_projected"][0].get<std::string>().find("traffic of strategy=single"), std::string::npos);
+      EXPECT_NE(projection["not_projected"][0].get<std::string>().find("traffic of strategy=single"),
+                std::string::npos);
     }
   }
 

@@ -10,8 +10,9 @@ namespace gradsweep {
 namespace {
 
 TEST(RepeatOption, FixedSeedRepeatsAreDistinctCellsWithOneSeed) {
-  const auto plan = test::plan_text(test::scratch_dir(), test::tiny_experiment(
-      "matrix: {strategy: [single]}\nrepeat: {count: 3, vary_seed: false}\n"));
+  const auto plan =
+      test::plan_text(test::scratch_dir(),
+                      test::tiny_experiment("matrix: {strategy: [single]}\nrepeat: {count: 3, vary_seed: false}\n"));
   ASSERT_EQ(plan.cells.size(), 3u);
   std::set<std::string> ids;
   for (const auto& c : plan.cells) ids.insert(c.id);
@@ -30,14 +31,16 @@ TEST(RepeatOption, BadValuesNameTheKeyAndLine) {
   const auto dir = test::scratch_dir();
   // The tiny base is 6 lines: the repeat line is line 7.
   auto problems = test::plan_problems(dir, test::tiny_experiment("repeat: {count: 0, vary_seed: maybe, seeds: [1]}\n"));
-  EXPECT_TRUE(test::has_problem(problems, "exp.yaml:7:17: repeat.count: expected a positive integer, got '0'")) << ::testing::PrintToString(problems);
+  EXPECT_TRUE(test::has_problem(problems, "exp.yaml:7:17: repeat.count: expected a positive integer, got '0'"))
+      << ::testing::PrintToString(problems);
   EXPECT_TRUE(test::has_problem(problems, "repeat.vary_seed: expected true or false, got 'maybe'"));
   EXPECT_TRUE(test::has_problem(problems, "repeat.seeds: unknown key"));
   problems = test::plan_problems(dir, test::tiny_experiment("report: {baseline: ring, target_loss: -1, x: 1}\n"));
   EXPECT_TRUE(test::has_problem(problems, "exp.yaml:7:"));
   EXPECT_TRUE(test::has_problem(problems, "report.target_loss: expected a positive number"));
   EXPECT_TRUE(test::has_problem(problems, "report.x: unknown key"));
-  EXPECT_TRUE(test::plan_problems(dir, test::tiny_experiment("report: {baseline: single, target_loss: 2.5}\n")).empty());
+  EXPECT_TRUE(
+      test::plan_problems(dir, test::tiny_experiment("report: {baseline: single, target_loss: 2.5}\n")).empty());
 }
 
 }  // namespace

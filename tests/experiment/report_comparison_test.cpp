@@ -21,7 +21,8 @@ TEST(ReportComparison, RepeatedSweepGetsVerdictsAndColumns) {
   const fs::path dir = test::scratch_dir();
   test::write_text(dir / "rep.yaml", test::tiny_experiment("name: rep\nlauncher: {threads: 1}\n"
                                                            "matrix: {train.lr: [1e-3, 3e-3]}\nrepeat: 3\n"
-                                                           "report: {baseline: 1e-3}\n", 6));
+                                                           "report: {baseline: 1e-3}\n",
+                                                           6));
   const auto run = test::run_command(std::string(kRootEnv) + "timeout -k 5 300 " +
                                      test::gradsweep("run " + (dir / "rep.yaml").string() + " --out " +
                                                      (dir / "out").string() + " --set eval.every=2"));
@@ -32,7 +33,8 @@ TEST(ReportComparison, RepeatedSweepGetsVerdictsAndColumns) {
   ASSERT_EQ(plan.cells.size(), 6u);
   std::vector<std::pair<fs::file_time_type, std::string>> finished;
   for (const auto& c : plan.cells)
-    finished.emplace_back(fs::last_write_time(c.dir / "summary.json"), c.axes[0].second + "/" + std::to_string(c.repeat));
+    finished.emplace_back(fs::last_write_time(c.dir / "summary.json"),
+                          c.axes[0].second + "/" + std::to_string(c.repeat));
   std::sort(finished.begin(), finished.end());
   std::string order;
   for (const auto& f : finished) order += f.second + " ";
@@ -49,8 +51,8 @@ TEST(ReportComparison, RepeatedSweepGetsVerdictsAndColumns) {
 
   const std::string csv = test::read_text(dir / "out" / "results.csv");
   const std::string header = csv.substr(0, csv.find('\n'));
-  for (const char* column : {",group,", ",round,", ",group.tokens_per_sec.ci95_low,", ",group.verdict",
-                             ",time_to_target_s,"})
+  for (const char* column :
+       {",group,", ",round,", ",group.tokens_per_sec.ci95_low,", ",group.verdict", ",time_to_target_s,"})
     EXPECT_NE(header.find(column), std::string::npos) << column << " in " << header;
 
   // Each cell's provenance has the machine's load over its run.

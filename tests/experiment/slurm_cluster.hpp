@@ -57,10 +57,10 @@ const std::string& slurm_start_error();
 }  // namespace gradsweep::test
 
 // In a test body: skip with the reason when the machine cannot run Slurm; fail when it should and does not.
-#define GRADSWEEP_REQUIRE_SLURM()                                                        \
-  do {                                                                                   \
-    if (::gradsweep::test::slurm_cluster() != nullptr) break;                            \
-    if (!::gradsweep::test::slurm_skip_reason().empty())                                 \
-      GTEST_SKIP() << "Slurm tests skipped: " << ::gradsweep::test::slurm_skip_reason(); \
+#define GRADSWEEP_REQUIRE_SLURM()                                                                 \
+  do {                                                                                            \
+    if (::gradsweep::test::slurm_cluster() != nullptr) break;                                     \
+    if (!::gradsweep::test::slurm_skip_reason().empty())                                          \
+      GTEST_SKIP() << "Slurm tests skipped: " << ::gradsweep::test::slurm_skip_reason();          \
     FAIL() << "the test Slurm cluster did not start: " << ::gradsweep::test::slurm_start_error(); \
   } while (0)

@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kTools[] = {"munged", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "sinfo", "scontrol", "scancel"};
+const char* const kTools[] = {"munged", "slurmctld", "slurmd",   "sbatch", "srun",
+                              "squeue", "sinfo",     "scontrol", "scancel"};
 
 bool on_path(const std::string& tool) {
   std::istringstream path(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "");
@@ -42,7 +43,8 @@ std::string slurm_unavailable_reason() {
   if (::geteuid() != 0) return "the Slurm daemons and munged need root; run the tests as root";
   for (const char* tool : kTools)
     if (!on_path(tool))
-      return std::string(tool) + " not found on PATH or in /usr/sbin (scripts/install-deps.sh installs slurm-wlm and munge)";
+      return std::string(tool) +
+             " not found on PATH or in /usr/sbin (scripts/install-deps.sh installs slurm-wlm and munge)";
   return "";
 }
 
@@ -96,9 +98,9 @@ fs::path make_cluster_dir() {
 
 void start_munged(const fs::path& dir) {
   const fs::path m = dir / "munge";
-  start_daemon("munged --force --num-threads=4 --socket=" + (m / "munge.sock").string() + " --key-file=" +
-                   (m / "munge.key").string() + " --log-file=" + (m / "munged.log").string() + " --pid-file=" +
-                   (m / "munged.pid").string() + " --seed-file=" + (m / "munged.seed").string(),
+  start_daemon("munged --force --num-threads=4 --socket=" + (m / "munge.sock").string() +
+                   " --key-file=" + (m / "munge.key").string() + " --log-file=" + (m / "munged.log").string() +
+                   " --pid-file=" + (m / "munged.pid").string() + " --seed-file=" + (m / "munged.seed").string(),
                "--- munged.log\n" + tail_of(m / "munged.log", 30));
 }
 
@@ -213,13 +215,12 @@ void release_requeued(const std::string& job, std::time_t requeued_at) {
   while (std::chrono::steady_clock::now() < until) {
     const std::string state = run_command("squeue -h -j " + job + " -o '%T %r' 2>&1").output;
     if (state.rfind("RUNNING", 0) == 0) return;
-    if (state.find("BeginTime") != std::string::npos && std::time(nullptr) > requeued_at + 1 &&
-        !raw_id.empty() && !old_run_still_there(raw_id))
+    if (state.find("BeginTime") != std::string::npos && std::time(nullptr) > requeued_at + 1 && !raw_id.empty() &&
+        !old_run_still_there(raw_id))
       run_command("scontrol update JobId=" + job + " StartTime=now");
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   ADD_FAILURE() << "requeued job " << job << " did not run again within 60 s: " << show.output;
 }
-
 
 }  // namespace gradsweep::test

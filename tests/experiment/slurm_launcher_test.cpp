@@ -36,8 +36,8 @@ struct RecordingSink : ProgressSink {
 };
 
 // A planned cell as the driver would hand it over: its directory, cell.yaml and rank command.
-PlannedCell make_cell(const fs::path& out, const std::string& id, const std::string& strategy, int ranks,
-                      int steps, double lr = 1e-3) {
+PlannedCell make_cell(const fs::path& out, const std::string& id, const std::string& strategy, int ranks, int steps,
+                      double lr = 1e-3) {
   const fs::path corpus = test::byte_corpus();
   PlannedCell c;
   c.id = id;
@@ -200,7 +200,8 @@ TEST(SlurmLauncher, DryRunWritesScriptsNoWaitReturnsAtOnceAndTheNextRunFollows) 
   EXPECT_NE(again.str().find("still in Slurm's queue"), std::string::npos) << again.str();
   EXPECT_EQ(lines_in(out / "slurm" / "jobs.jsonl"), 1u);
   for (const PlannedCell& c : cells)
-    EXPECT_TRUE(is_cell_done(c.dir, c.config_hash)) << read_text(c.dir / "status.json") << read_text(c.dir / "launcher.log");
+    EXPECT_TRUE(is_cell_done(c.dir, c.config_hash))
+        << read_text(c.dir / "status.json") << read_text(c.dir / "launcher.log");
 }
 
 TEST(SlurmLauncher, AFailingCellSaysWhyAndFailFastCancelsTheRest) {

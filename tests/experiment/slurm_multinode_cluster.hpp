@@ -74,10 +74,10 @@ const std::string& slurm_multinode_start_error();
 
 // In a test body: a Slurm of `nodes` emulated nodes, or skip with the reason where the machine cannot run
 // one; fail when it should and does not.
-#define GRADSWEEP_REQUIRE_SLURM_NODES(nodes)                                                               \
-  do {                                                                                                   \
-    if (::gradsweep::test::slurm_multinode_cluster(nodes) != nullptr) break;                             \
-    if (!::gradsweep::test::slurm_multinode_skip_reason().empty())                                       \
-      GTEST_SKIP() << "multi-node Slurm tests skipped: " << ::gradsweep::test::slurm_multinode_skip_reason(); \
+#define GRADSWEEP_REQUIRE_SLURM_NODES(nodes)                                                                   \
+  do {                                                                                                         \
+    if (::gradsweep::test::slurm_multinode_cluster(nodes) != nullptr) break;                                   \
+    if (!::gradsweep::test::slurm_multinode_skip_reason().empty())                                             \
+      GTEST_SKIP() << "multi-node Slurm tests skipped: " << ::gradsweep::test::slurm_multinode_skip_reason();  \
     FAIL() << "the multi-node test Slurm did not start: " << ::gradsweep::test::slurm_multinode_start_error(); \
   } while (0)

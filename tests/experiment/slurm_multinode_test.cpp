@@ -56,14 +56,15 @@ void expect_one_rank_per_node(int nodes) {
   constexpr int kCalls = 4;  // 1 warm-up + 3 timed
   std::vector<std::uint64_t> before;
   for (int i = 0; i < nodes; ++i) before.push_back(c.bytes_sent_by(i));
-  const CommandResult bench =
-      run_command("timeout 120 srun --mpi=pmix -N " + n + " -n " + n + " " + gradsweep_binary().string() +
-                  " bench comm --min-bytes 4MiB --max-bytes 4MiB --iters 3 --warmup 1 --algorithms native --threads 1 2>&1");
+  const CommandResult bench = run_command(
+      "timeout 120 srun --mpi=pmix -N " + n + " -n " + n + " " + gradsweep_binary().string() +
+      " bench comm --min-bytes 4MiB --max-bytes 4MiB --iters 3 --warmup 1 --algorithms native --threads 1 2>&1");
   ASSERT_EQ(bench.exit_code, 0) << bench.output << c.logs();
   EXPECT_NE(bench.output.find(n + " ranks (mpi, 1 on this node)"), std::string::npos) << bench.output;
   // An allreduce of S bytes on N ranks sends at least (N-1)/N x S from every rank, whatever its algorithm.
   for (int i = 0; i < nodes; ++i)
-    EXPECT_GE(c.bytes_sent_by(i) - before[i], kCalls * kBytes * (nodes - 1) / nodes) << c.node(i) << "\n" << bench.output;
+    EXPECT_GE(c.bytes_sent_by(i) - before[i], kCalls * kBytes * (nodes - 1) / nodes) << c.node(i) << "\n"
+                                                                                     << bench.output;
 }
 
 TEST(SlurmMultinode, SrunPmixRunsOneRankOnEachOfTwoNodes) {
@@ -83,12 +84,16 @@ fs::path write_two_node_sweep(const fs::path& dir, int steps) {
              "name: slurm-two-nodes\n"
              "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
              "strategy: {name: ring}\n"
-             "data: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() + "}\n"
-             "train: {steps: " + std::to_string(steps) + ", batch_size: 8, seq_len: 32, lr: 1e-3}\n"
-             "eval: {batches: 2}\n"
-             "checkpoint: {every: 2}\n"
-             "metrics: {peak_flops: 1e10}\n"
-             "launcher: {nodes: 2, ranks_per_node: 1, threads: 1, slurm: {time: '00:10:00'}}\n");
+             "data: {train: " +
+                 (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
+                 "}\n"
+                 "train: {steps: " +
+                 std::to_string(steps) +
+                 ", batch_size: 8, seq_len: 32, lr: 1e-3}\n"
+                 "eval: {batches: 2}\n"
+                 "checkpoint: {every: 2}\n"
+                 "metrics: {peak_flops: 1e10}\n"
+                 "launcher: {nodes: 2, ranks_per_node: 1, threads: 1, slurm: {time: '00:10:00'}}\n");
   return dir / "sweep.yaml";
 }
 
@@ -113,9 +118,11 @@ std::string job_nodes(const fs::path& cell) {
 
 // Each rank of the cell ran alone on its node (rank-K.log: "(1 ranks on this node)"), as 2 ranks.
 void expect_ranks_on_two_nodes(const fs::path& cell) {
-  EXPECT_NE(read_text(cell / "summary.json").find("\"world_size\": 2"), std::string::npos) << read_text(cell / "summary.json");
+  EXPECT_NE(read_text(cell / "summary.json").find("\"world_size\": 2"), std::string::npos)
+      << read_text(cell / "summary.json");
   for (const char* log : {"rank-0.log", "rank-1.log"})
-    EXPECT_NE(read_text(cell / log).find("(1 ranks on this node)"), std::string::npos) << log << ": " << read_text(cell / log);
+    EXPECT_NE(read_text(cell / log).find("(1 ranks on this node)"), std::string::npos)
+        << log << ": " << read_text(cell / log);
 }
 
 TEST(SlurmMultinode, SweepCellOfTwoNodesRunsToOkWithARankOnEachNode) {
@@ -128,7 +135,8 @@ TEST(SlurmMultinode, SweepCellOfTwoNodesRunsToOkWithARankOnEachNode) {
   ASSERT_EQ(r.exit_code, 0) << r.output << c.logs();
   const fs::path cell = only_cell(out);
   ASSERT_FALSE(cell.empty()) << r.output;
-  EXPECT_NE(read_text(cell / "status.json").find("\"state\": \"ok\""), std::string::npos) << read_text(cell / "status.json");
+  EXPECT_NE(read_text(cell / "status.json").find("\"state\": \"ok\""), std::string::npos)
+      << read_text(cell / "status.json");
   expect_ranks_on_two_nodes(cell);
   EXPECT_EQ(job_nodes(cell), "gsc-" + c.spec().name + "-n[0-1]");
   // The batch script ran on the job's first node, and so did provenance.json's facts.
@@ -242,13 +250,14 @@ TEST(SlurmMultinode, RequeuedThenCancelledTwoNodeCellResumesEachTimeAndLeavesNot
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (processes_besides_slurmd(c, i) > 0 && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    EXPECT_EQ(processes_besides_slurmd(c, i), 0) << c.node(i) << ": " << run_command("ip netns pids " + c.node(i) +
-                                                                                    " | xargs -r ps -o pid,args -p").output;
+    EXPECT_EQ(processes_besides_slurmd(c, i), 0)
+        << c.node(i) << ": " << run_command("ip netns pids " + c.node(i) + " | xargs -r ps -o pid,args -p").output;
   }
 
   const CommandResult second = run_command(run_sweep(sweep, out, 240));
   ASSERT_EQ(second.exit_code, 0) << second.output << read_text(cell / "launcher.log") << c.logs();
-  EXPECT_NE(read_text(cell / "status.json").find("\"state\": \"ok\""), std::string::npos) << read_text(cell / "status.json");
+  EXPECT_NE(read_text(cell / "status.json").find("\"state\": \"ok\""), std::string::npos)
+      << read_text(cell / "status.json");
   EXPECT_TRUE(both_ranks_resumed(cell, 2)) << read_text(cell / "rank-0.log") << read_text(cell / "rank-1.log");
   expect_ranks_on_two_nodes(cell);
   EXPECT_EQ(job_nodes(cell), "gsc-" + c.spec().name + "-n[0-1]");
@@ -291,9 +300,10 @@ TEST(SlurmMultinode, InterruptedTestProcessLeavesNoDaemonNamespaceJobOrDirectory
   if (const std::string reason = SlurmMultinodeCluster::unavailable_reason(); !reason.empty())
     GTEST_SKIP() << "multi-node Slurm tests skipped: " << reason;
   const std::string self = fs::read_symlink("/proc/self/exe").string();
-  FILE* child = ::popen(("exec " + self +
-                         " --gtest_also_run_disabled_tests --gtest_filter='SlurmMultinode.DISABLED_Holds*' 2>&1")
-                            .c_str(), "r");
+  FILE* child =
+      ::popen(("exec " + self + " --gtest_also_run_disabled_tests --gtest_filter='SlurmMultinode.DISABLED_Holds*' 2>&1")
+                  .c_str(),
+              "r");
   ASSERT_NE(child, nullptr);
   std::string output, ready;
   char line[4096];

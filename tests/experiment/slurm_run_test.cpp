@@ -16,7 +16,9 @@ namespace gradsweep::test {
 namespace {
 namespace fs = std::filesystem;
 
-std::size_t count_lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+std::size_t count_lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 // provenance.json as the compute node wrote it (`gradsweep cell-provenance` in the batch script): every
 // field of provenance.hpp, this machine as the host (the test cluster's only node), and both times.
@@ -34,7 +36,7 @@ void expect_complete_provenance(const fs::path& cell) {
   const std::string start = p.value("start", ""), end = p.value("end", "");
   EXPECT_EQ(start.size(), 20u) << p.dump();  // 2025-01-01T12:00:00Z
   EXPECT_EQ(end.size(), 20u) << p.dump();
-  EXPECT_LE(start, end) << p.dump();         // ISO 8601 UTC strings order like times
+  EXPECT_LE(start, end) << p.dump();  // ISO 8601 UTC strings order like times
 }
 
 TEST(SlurmRun, SweepOfThreeCellsEndsWithEveryCellOkAndAResultsTable) {
@@ -45,13 +47,15 @@ TEST(SlurmRun, SweepOfThreeCellsEndsWithEveryCellOkAndAResultsTable) {
   write_text(dir / "sweep.yaml",
              "name: slurm-sweep\n"
              "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
-             "data: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() + "}\n"
-             "train: {steps: 6, batch_size: 8, seq_len: 32, lr: 1e-3}\n"
-             "eval: {batches: 2}\n"
-             "metrics: {peak_flops: 1e10}\n"
-             "launcher: {threads: 1, slurm: {time: '00:10:00', max_concurrent: 2}}\n"
-             "matrix: {strategy: [single, ring], ranks_per_node: [1, 2]}\n"
-             "exclude: [{strategy: single, ranks_per_node: 2}]\n");
+             "data: {train: " +
+                 (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
+                 "}\n"
+                 "train: {steps: 6, batch_size: 8, seq_len: 32, lr: 1e-3}\n"
+                 "eval: {batches: 2}\n"
+                 "metrics: {peak_flops: 1e10}\n"
+                 "launcher: {threads: 1, slurm: {time: '00:10:00', max_concurrent: 2}}\n"
+                 "matrix: {strategy: [single, ring], ranks_per_node: [1, 2]}\n"
+                 "exclude: [{strategy: single, ranks_per_node: 2}]\n");
   const fs::path out = dir / "out";
   const std::string run = gradsweep_binary().string() + " run " + (dir / "sweep.yaml").string() + " --out " +
                           out.string() + " --launcher slurm 2>&1";
@@ -95,16 +99,18 @@ TEST(SlurmRun, StatusOfANoWaitSweepAsksSlurmAndRecordsACancel) {
              "name: slurm-status\n"
              "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
              "strategy: {name: single}\n"
-             "data: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() + "}\n"
-             "train: {steps: 5000, batch_size: 8, seq_len: 32}\n"
-             "eval: {batches: 2}\n"
-             "metrics: {peak_flops: 1e10}\n"
-             "launcher: {threads: 1, slurm: {max_concurrent: 1}}\n"
-             "matrix: {train.lr: [1e-3, 2e-3]}\n");
+             "data: {train: " +
+                 (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
+                 "}\n"
+                 "train: {steps: 5000, batch_size: 8, seq_len: 32}\n"
+                 "eval: {batches: 2}\n"
+                 "metrics: {peak_flops: 1e10}\n"
+                 "launcher: {threads: 1, slurm: {max_concurrent: 1}}\n"
+                 "matrix: {train.lr: [1e-3, 2e-3]}\n");
   const fs::path out = dir / "out";
-  const CommandResult submitted = run_command("timeout 60 " + gradsweep_binary().string() + " run " +
-                                              (dir / "sweep.yaml").string() + " --out " + out.string() +
-                                              " --launcher slurm --no-wait 2>&1");
+  const CommandResult submitted =
+      run_command("timeout 60 " + gradsweep_binary().string() + " run " + (dir / "sweep.yaml").string() + " --out " +
+                  out.string() + " --launcher slurm --no-wait 2>&1");
   ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
   const std::string status_command = gradsweep_binary().string() + " status " + out.string() + " 2>&1";
   auto status_until = [&](const std::regex& wanted, int timeout_s) {

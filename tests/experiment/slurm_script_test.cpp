@@ -89,8 +89,10 @@ TEST(BatchScript, HeaderHoldsTheShapeAndQuotedValues) {
     EXPECT_NE(script.find(line), std::string::npos) << "missing " << line << " in\n" << script;
   EXPECT_EQ(script.find("--gpus-per-node"), std::string::npos);
   EXPECT_EQ(script.find("--account"), std::string::npos);
-  EXPECT_NE(script.find("#SBATCH --output=\"" + (root / "out '; touch INJECTED9 #" / "slurm").string() + "/n1x2-%A_%a.out\""),
-            std::string::npos) << script;
+  EXPECT_NE(
+      script.find("#SBATCH --output=\"" + (root / "out '; touch INJECTED9 #" / "slurm").string() + "/n1x2-%A_%a.out\""),
+      std::string::npos)
+      << script;
   EXPECT_NE(script.find("gradsweep='" + root.string() + "/bin $(touch INJECTED8)/grad'\\''sweep'\n"), std::string::npos)
       << script;
   EXPECT_NE(script.find("\nthreads=0\n"), std::string::npos);
@@ -148,11 +150,11 @@ TEST(BatchScript, RunsUnderBashWithHostileValuesAndRunsNothingElse) {
   for (int task = 0; task < 2; ++task) {
     const ArrayTask& t = a.tasks[static_cast<std::size_t>(task)];
     const fs::path args = root / ("srun-args-" + std::to_string(task));
-    const test::CommandResult r = run_command(
-        "cd " + shell_quote(root.string()) + " && PATH=" + shell_quote(bin.string()) + ":$PATH SRUN_ARGS=" +
-        shell_quote(args.string()) + " SLURM_ARRAY_JOB_ID=42 SLURM_ARRAY_TASK_ID=" + std::to_string(task) +
-        // Task 1 as if sbatch had --cpus-per-task=3: its ranks get 3 threads.
-        (task == 1 ? " SLURM_CPUS_PER_TASK=3" : "") + " bash " + shell_quote(script.string()) + " 2>&1");
+    const test::CommandResult r =
+        run_command("cd " + shell_quote(root.string()) + " && PATH=" + shell_quote(bin.string()) + ":$PATH SRUN_ARGS=" +
+                    shell_quote(args.string()) + " SLURM_ARRAY_JOB_ID=42 SLURM_ARRAY_TASK_ID=" + std::to_string(task) +
+                    // Task 1 as if sbatch had --cpus-per-task=3: its ranks get 3 threads.
+                    (task == 1 ? " SLURM_CPUS_PER_TASK=3" : "") + " bash " + shell_quote(script.string()) + " 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const std::string expected = "--mpi=pmix\n--kill-on-bad-exit=1\n" + a.gradsweep_binary.string() + "\ntrain\n" +
                                  (t.cell_dir / "cell.yaml").string() + "\n--out\n" + t.cell_dir.string() + "\n" +
@@ -301,12 +303,14 @@ TEST(TaskOutcome, ScriptStatusFirstThenSlurmState) {
   EXPECT_NE(node_fail.reason.find("out of memory"), std::string::npos);
   // Without a rank log error, the rank's own words in launcher.log beat srun's "Exited with exit code 2".
   const fs::path dir2 = dir / "no-rank-error";
-  write_text(dir2 / "launcher.log", "=== gradsweep: slurm job 5_2\nerror: configuration error:\n  cell.yaml: train.seq_len: too long\n"
-                                    "srun: error: vm: task 0: Exited with exit code 2\n");
+  write_text(dir2 / "launcher.log",
+             "=== gradsweep: slurm job 5_2\nerror: configuration error:\n  cell.yaml: train.seq_len: too long\n"
+             "srun: error: vm: task 0: Exited with exit code 2\n");
   written.job = "5_2";
   written.state = CellState::Failed;
   const CellStatus config_error = task_outcome(dir2, "h", "5_2", written, std::nullopt);
-  EXPECT_NE(config_error.reason.find("error: configuration error: cell.yaml: train.seq_len: too long"), std::string::npos)
+  EXPECT_NE(config_error.reason.find("error: configuration error: cell.yaml: train.seq_len: too long"),
+            std::string::npos)
       << config_error.reason;
   EXPECT_TRUE(is_active_state("PENDING"));
   EXPECT_FALSE(is_active_state("COMPLETED"));

@@ -24,8 +24,9 @@ std::vector<std::string> axis_rows(const SweepPlan& plan) {
 }
 
 TEST(SweepMatrix, EveryCombinationLastAxisFastest) {
-  const auto plan = test::plan_text(test::scratch_dir(), test::tiny_experiment(
-      "matrix:\n  strategy: [ring, dps]\n  nodes: [1, 2]\n  train.micro_batch: [1, 2]\n"));
+  const auto plan = test::plan_text(
+      test::scratch_dir(),
+      test::tiny_experiment("matrix:\n  strategy: [ring, dps]\n  nodes: [1, 2]\n  train.micro_batch: [1, 2]\n"));
   EXPECT_EQ(plan.axes, (std::vector<std::string>{"strategy", "nodes", "train.micro_batch"}));
   const auto rows = axis_rows(plan);
   ASSERT_EQ(rows.size(), 8u);
@@ -41,10 +42,12 @@ TEST(SweepMatrix, EveryCombinationLastAxisFastest) {
 }
 
 TEST(SweepMatrix, ExcludeDropsMatchingCombinationsIncludeAddsCells) {
-  const auto plan = test::plan_text(test::scratch_dir(), test::tiny_experiment(
-      "matrix:\n  strategy: [single, ring, dps]\n  ranks_per_node: [1, 2, 4]\n"
-      "exclude:\n  - {strategy: single, ranks_per_node: [2, 4]}\n  - {strategy: [ring, dps], ranks_per_node: 1}\n"
-      "include:\n  - {strategy: ps, ranks_per_node: 2, strategy.mode: async}\n"));
+  const auto plan = test::plan_text(
+      test::scratch_dir(),
+      test::tiny_experiment(
+          "matrix:\n  strategy: [single, ring, dps]\n  ranks_per_node: [1, 2, 4]\n"
+          "exclude:\n  - {strategy: single, ranks_per_node: [2, 4]}\n  - {strategy: [ring, dps], ranks_per_node: 1}\n"
+          "include:\n  - {strategy: ps, ranks_per_node: 2, strategy.mode: async}\n"));
   const auto rows = axis_rows(plan);
   ASSERT_EQ(rows.size(), 6u);
   EXPECT_EQ(rows[0], "strategy=single ranks_per_node=1 strategy.mode=");
@@ -55,9 +58,11 @@ TEST(SweepMatrix, ExcludeDropsMatchingCombinationsIncludeAddsCells) {
 
 TEST(SweepMatrix, PluginSectionsGivenAsMappingsAreLabelledWithTheirOptions) {
   // Two cells of one strategy with different options must not read alike in the plan and results.
-  const auto plan = test::plan_text(test::scratch_dir(), test::tiny_experiment(
-      "matrix:\n  strategy: [ring, {name: ps, mode: async}, {name: ps, mode: sync, server_computes: false}]\n"
-      "  ranks_per_node: [2]\n"));
+  const auto plan = test::plan_text(
+      test::scratch_dir(),
+      test::tiny_experiment(
+          "matrix:\n  strategy: [ring, {name: ps, mode: async}, {name: ps, mode: sync, server_computes: false}]\n"
+          "  ranks_per_node: [2]\n"));
   const auto rows = axis_rows(plan);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0], "strategy=ring ranks_per_node=2");
@@ -103,22 +108,25 @@ TEST(SweepMatrix, IdsAreStableAcrossRunsKeyOrderAndNumberSpelling) {
     EXPECT_EQ(a.cells[i].id, b.cells[i].id);
   }
   // Writing a default explicitly does not change the id; changing a value does.
-  const auto explicit_default = test::plan_text(dir, test::tiny_experiment(extra + "checkpoint: {every: 0}\n"), {}, "c.yaml");
+  const auto explicit_default =
+      test::plan_text(dir, test::tiny_experiment(extra + "checkpoint: {every: 0}\n"), {}, "c.yaml");
   EXPECT_EQ(explicit_default.cells[0].id, a.cells[0].id);
   const auto other = test::plan_text(dir, test::tiny_experiment(extra), {"train.lr=2e-3"}, "a.yaml");
   EXPECT_NE(other.cells[0].id, a.cells[0].id);
 }
 
 TEST(SweepMatrix, SetOverridesAnyKeyIncludingTheMatrix) {
-  const auto plan = test::plan_text(test::scratch_dir(), test::tiny_experiment("matrix: {strategy: [ring, dps], nodes: [2]}\n"),
-                                    {"matrix.nodes=[1, 2, 4]", "train.steps=7"});
+  const auto plan =
+      test::plan_text(test::scratch_dir(), test::tiny_experiment("matrix: {strategy: [ring, dps], nodes: [2]}\n"),
+                      {"matrix.nodes=[1, 2, 4]", "train.steps=7"});
   ASSERT_EQ(plan.cells.size(), 6u);
   EXPECT_EQ(plan.cells[0].steps, 7);
   EXPECT_EQ(plan.cells[5].world_size(), 4);
 }
 
 TEST(SweepMatrix, ResolvedCellYamlHasAbsolutePathsAndPluginDefaults) {
-  const auto plan = test::plan_text(test::scratch_dir(), test::tiny_experiment("matrix: {strategy: [ring]}\nlauncher: {ranks_per_node: 2}\n"));
+  const auto plan = test::plan_text(
+      test::scratch_dir(), test::tiny_experiment("matrix: {strategy: [ring]}\nlauncher: {ranks_per_node: 2}\n"));
   const std::string& yaml = plan.cell_yaml.at(0);
   const YAML::Node node = YAML::Load(yaml);
   EXPECT_EQ(node["strategy"]["name"].as<std::string>(), "ring");

@@ -95,14 +95,17 @@ TEST_F(SweepRun, RunsOneTwoAndFourRanksAndWritesResults) {
     const fs::path d = entry.path();
     const auto status = experiment::read_cell_status(d);
     EXPECT_EQ(status.state, CellState::Ok) << d << ": " << status.reason;
-    for (const char* f : {"cell.yaml", "command.txt", "metrics.jsonl", "summary.json", "provenance.json", "launcher.log", "rank-0.log"})
+    for (const char* f :
+         {"cell.yaml", "command.txt", "metrics.jsonl", "summary.json", "provenance.json", "launcher.log", "rank-0.log"})
       EXPECT_TRUE(fs::exists(d / f)) << d / f;
     const auto summary = read_json(d / "summary.json");
     world_sizes.insert(summary["world_size"].get<int>());
     const std::string command = test::read_text(d / "command.txt");
     if (summary["world_size"].get<int>() > 1)
-      EXPECT_NE(command.find("mpirun --oversubscribe --bind-to none -np " + std::to_string(summary["world_size"].get<int>())),
-                std::string::npos) << command;
+      EXPECT_NE(
+          command.find("mpirun --oversubscribe --bind-to none -np " + std::to_string(summary["world_size"].get<int>())),
+          std::string::npos)
+          << command;
     else
       EXPECT_EQ(command.find("mpirun"), std::string::npos) << command;
     const auto prov = read_json(d / "provenance.json");
@@ -117,10 +120,10 @@ TEST_F(SweepRun, RunsOneTwoAndFourRanksAndWritesResults) {
 
   const std::string csv = test::read_text(out / "results.csv");
   const std::string header = csv.substr(0, csv.find('\n'));
-  for (const char* column : {"id", "strategy", "ranks_per_node", "status", "tokens_per_sec", "val_loss", "comm.busy_s",
-                             "time_split_s.forward", "peak_rss_mb", "step_breakdown.compute_s",
-                             "step_breakdown.exposed_comm_s", "step_breakdown.wait_s", "step_breakdown.update_s",
-                             "step_breakdown.straggler_index"})
+  for (const char* column :
+       {"id", "strategy", "ranks_per_node", "status", "tokens_per_sec", "val_loss", "comm.busy_s",
+        "time_split_s.forward", "peak_rss_mb", "step_breakdown.compute_s", "step_breakdown.exposed_comm_s",
+        "step_breakdown.wait_s", "step_breakdown.update_s", "step_breakdown.straggler_index"})
     EXPECT_NE(header.find(column), std::string::npos) << column << " in " << header;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << csv;
   for (const char* plot : {"throughput", "efficiency", "loss_step", "loss_time", "bytes", "memory", "step_breakdown"})
@@ -150,7 +153,8 @@ TEST_F(SweepRun, SecondRunSkipsDoneCells) {
   const auto r = run(dir / "tiny.yaml", dir / "out");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("3 cells, 3 done, 0 to run"), std::string::npos) << r.output;
-  const auto plan = test::run_command(test::gradsweep("plan " + (dir / "tiny.yaml").string() + " --out " + (dir / "out").string()));
+  const auto plan =
+      test::run_command(test::gradsweep("plan " + (dir / "tiny.yaml").string() + " --out " + (dir / "out").string()));
   EXPECT_EQ(plan.exit_code, 0) << plan.output;
   EXPECT_NE(plan.output.find("3 cells: 3 done"), std::string::npos) << plan.output;
   EXPECT_NE(plan.output.find("1x4 ranks"), std::string::npos) << plan.output;
@@ -204,7 +208,8 @@ TEST(SweepExitCodes, NonZeroWhileACellIsFailedAlsoWhenLeftAlone) {
   const fs::path dir = test::scratch_dir();
   write_shard(dir / "short.bin", 10);
   test::write_text(dir / "exp.yaml", test::tiny_experiment("launcher: {threads: 1}\ninclude:\n  - {train.lr: 1e-3}\n"
-                                                           "  - {data.val: short.bin}\n", 2));
+                                                           "  - {data.val: short.bin}\n",
+                                                           2));
   const auto first = run(dir / "exp.yaml", dir / "out");
   EXPECT_EQ(first.exit_code, 1) << first.output;
   EXPECT_NE(first.output.find("this run: 1 ok, 1 failed"), std::string::npos) << first.output;
@@ -237,19 +242,21 @@ TEST_F(SweepRun, ASecondDriverOnTheSameDirectoryRefuses) {
   const auto r = run(dir / "tiny.yaml", dir / "out");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("is in use by another `gradsweep run` (pid " + std::to_string(::getpid()) + ")"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_EQ(test::read_text(dir / "out" / "results.csv"), before) << "the refused run changed nothing";
 }
 
 TEST_F(SweepRun, InterruptedCellResumesFromItsCheckpoint) {
   const fs::path dir = test::scratch_dir();
   test::write_text(dir / "long.yaml", test::tiny_experiment("checkpoint: {every: 5}\nlauncher: {threads: 1}\n", 400));
-  const std::string cmd = std::string(kRootEnv) + test::gradsweep("run " + (dir / "long.yaml").string() + " --out " +
-                                                                  (dir / "out").string());
+  const std::string cmd = std::string(kRootEnv) +
+                          test::gradsweep("run " + (dir / "long.yaml").string() + " --out " + (dir / "out").string());
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", ("exec env " + cmd + " >" + (dir / "driver.log").string() + " 2>&1").c_str(), nullptr);
+    ::execl("/bin/sh", "sh", "-c", ("exec env " + cmd + " >" + (dir / "driver.log").string() + " 2>&1").c_str(),
+            nullptr);
     ::_exit(127);
   }
   // Wait for a checkpoint beyond step 0, then Ctrl-C the driver.
@@ -279,7 +286,8 @@ TEST_F(SweepRun, InterruptedCellResumesFromItsCheckpoint) {
 TEST_F(SweepRun, FailingCellDoesNotStopTheSweepUnlessFailFast) {
   const fs::path dir = test::scratch_dir();
   // vocab_size 100 passes validation but the trainer refuses the corpus's byte ids.
-  test::write_text(dir / "f.yaml", test::tiny_experiment("matrix: {model.vocab_size: [100, 257]}\nlauncher: {threads: 1}\n", 2));
+  test::write_text(dir / "f.yaml",
+                   test::tiny_experiment("matrix: {model.vocab_size: [100, 257]}\nlauncher: {threads: 1}\n", 2));
   const auto r = run(dir / "f.yaml", dir / "out");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("1 ok, 1 failed"), std::string::npos) << r.output;

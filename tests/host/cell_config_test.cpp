@@ -81,7 +81,8 @@ TEST(CellConfig, SemanticChecksAfterTypes) {
 }
 
 TEST(CellConfig, OverridesApplyAndCreateSections) {
-  const auto c = parse_cell_config(kValid, "exp.yaml", "/base", {"train.lr=5e-4", "strategy.name=ring", "eval.every=7"});
+  const auto c =
+      parse_cell_config(kValid, "exp.yaml", "/base", {"train.lr=5e-4", "strategy.name=ring", "eval.every=7"});
   EXPECT_DOUBLE_EQ(c.train.optimizer.lr, 5e-4);
   EXPECT_EQ(c.strategy_name, "ring");
   EXPECT_EQ(c.eval_every, 7);
@@ -123,7 +124,8 @@ TEST(CellConfig, OutOfRangeAndNonFiniteValuesNameTheirPlace) {
   const auto problems = problems_of(yaml);
   std::string all;
   for (const auto& p : problems) all += p + "\n";
-  EXPECT_NE(all.find("exp.yaml:12:17: train.warmup_steps: must be in [0, 1000000000], got -1"), std::string::npos) << all;
+  EXPECT_NE(all.find("exp.yaml:12:17: train.warmup_steps: must be in [0, 1000000000], got -1"), std::string::npos)
+      << all;
   EXPECT_NE(all.find("exp.yaml:13:10: train.beta2: must be in [0, 1), got 1"), std::string::npos) << all;
   EXPECT_NE(all.find("exp.yaml:14:11: train.min_lr: expected a finite number, got '.inf'"), std::string::npos) << all;
   EXPECT_NE(all.find("exp.yaml:15:17: eval.batches: must be in [1, 1000000], got 0"), std::string::npos) << all;
@@ -142,7 +144,8 @@ TEST(CellConfig, HostChoicesNameKeyValueAndAllowedValues) {
   std::string all;
   for (const auto& p : problems) all += p + "\n";
   EXPECT_NE(all.find("exp.yaml:12:14: train.optimizer: 'adam' is not one of adamw, sgd"), std::string::npos) << all;
-  EXPECT_NE(all.find("exp.yaml:13:18: metrics.trace: 'every' is not one of sampled, all, off"), std::string::npos) << all;
+  EXPECT_NE(all.find("exp.yaml:13:18: metrics.trace: 'every' is not one of sampled, all, off"), std::string::npos)
+      << all;
   EXPECT_NE(all.find("exp.yaml:14:17: runtime.comm: 'gloo' is not one of auto, local, mpi, nccl"), std::string::npos)
       << all;
   EXPECT_EQ(problems.size(), 3u) << all;

@@ -70,7 +70,8 @@ TEST(Cli, PluginsNameShowsEveryOptionWithTypeDefaultAndHelp) {
 }
 
 TEST(Cli, PluginsListsRefusedFilesWithReason) {
-  const auto r = test::run_command(gradsweep("plugins --path " + (test::build_dir() / "test-plugins" / "refused").string()));
+  const auto r =
+      test::run_command(gradsweep("plugins --path " + (test::build_dir() / "test-plugins" / "refused").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("refused:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("plugin SDK ABI 99.0"), std::string::npos) << r.output;
@@ -78,9 +79,11 @@ TEST(Cli, PluginsListsRefusedFilesWithReason) {
 
 TEST(Cli, TrainConfigErrorNamesFileLineAndKey) {
   const fs::path dir = test::scratch_dir();
-  test::write_text(dir / "bad.yaml", "model: {name: gpt2}\ndata: {train: a.bin, val: b.bin}\ntrain:\n  steps: 5\n"
-                                     "  batch_size: 4\n  seq_len: 8\n  learning_rate: 0.1\n");
-  const auto r = test::run_command(gradsweep("train " + (dir / "bad.yaml").string() + " --out " + (dir / "o").string()));
+  test::write_text(dir / "bad.yaml",
+                   "model: {name: gpt2}\ndata: {train: a.bin, val: b.bin}\ntrain:\n  steps: 5\n"
+                   "  batch_size: 4\n  seq_len: 8\n  learning_rate: 0.1\n");
+  const auto r =
+      test::run_command(gradsweep("train " + (dir / "bad.yaml").string() + " --out " + (dir / "o").string()));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("bad.yaml:7:3: train.learning_rate: unknown key"), std::string::npos) << r.output;
 }

@@ -59,28 +59,33 @@ TEST(CommChoice, ExplicitChoiceAndEnvironmentOverride) {
 }
 
 TEST(CommChoice, RefusesWhatCannotRun) {
-  EXPECT_NE(refusal(request("auto", "cpu", false, false, "gloo")).find("GRADSWEEP_COMM='gloo': expected auto, local, mpi or nccl"),
+  EXPECT_NE(refusal(request("auto", "cpu", false, false, "gloo"))
+                .find("GRADSWEEP_COMM='gloo': expected auto, local, mpi or nccl"),
             std::string::npos);
   const std::string unbuilt = refusal(request("nccl", "cuda", false, false));
   EXPECT_NE(unbuilt.find("cell.yaml: runtime.comm: nccl: this gradsweep was built without the NCCL backend"),
-            std::string::npos) << unbuilt;
+            std::string::npos)
+      << unbuilt;
   const std::string cpu = refusal(request("nccl", "cpu", true, false));
   EXPECT_NE(cpu.find("the NCCL backend moves CUDA tensors, but runtime.device is 'cpu'"), std::string::npos) << cpu;
   EXPECT_NE(refusal(request("auto", "cpu", true, false, "nccl")).find("GRADSWEEP_COMM=nccl: "), std::string::npos);
 }
 
-const char* kMinimalCell = "model: {name: gpt2}\ndata: {train: a.bin, val: b.bin}\ntrain: {steps: 1, batch_size: 1, seq_len: 8}\n";
+const char* kMinimalCell =
+    "model: {name: gpt2}\ndata: {train: a.bin, val: b.bin}\ntrain: {steps: 1, batch_size: 1, seq_len: 8}\n";
 
 TEST(CommChoice, ConfigKeyDefaultsToAutoAndValidates) {
   EXPECT_EQ(host::parse_cell_config(kMinimalCell, "cell.yaml", {}).comm, "auto");
   for (const char* ok : {"local", "mpi", "nccl"})
-    EXPECT_EQ(host::parse_cell_config(std::string(kMinimalCell) + "runtime: {comm: " + ok + "}\n", "cell.yaml", {}).comm, ok);
+    EXPECT_EQ(
+        host::parse_cell_config(std::string(kMinimalCell) + "runtime: {comm: " + ok + "}\n", "cell.yaml", {}).comm, ok);
   try {
     host::parse_cell_config(std::string(kMinimalCell) + "runtime:\n  comm: gloo\n", "cell.yaml", {});
     FAIL() << "runtime.comm: gloo was accepted";
   } catch (const host::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("cell.yaml:5:9: runtime.comm: 'gloo' is not one of auto, local, mpi, nccl"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -89,21 +94,23 @@ TEST(CommChoice, ConfigKeyDefaultsToAutoAndValidates) {
 // A 2-step cell on the byte corpus; `runtime` is the runtime section's YAML flow mapping.
 fs::path cell(const fs::path& dir, const std::string& runtime) {
   const fs::path corpus = test::byte_corpus();
-  test::write_text(dir / "cell.yaml", "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
-                                      "data: {train: " + (corpus / "train.bin").string() +
-                                          ", val: " + (corpus / "val.bin").string() +
-                                          "}\ntrain: {steps: 2, batch_size: 2, seq_len: 16}\neval: {batches: 1}\n"
-                                          "metrics: {peak_flops: 1e10}\nruntime: " + runtime + "\n");
+  test::write_text(dir / "cell.yaml",
+                   "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+                   "data: {train: " +
+                       (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
+                       "}\ntrain: {steps: 2, batch_size: 2, seq_len: 16}\neval: {batches: 1}\n"
+                       "metrics: {peak_flops: 1e10}\nruntime: " +
+                       runtime + "\n");
   return dir / "cell.yaml";
 }
 
 // Runs `gradsweep train` as a user would from a plain shell: no launcher variables, no GRADSWEEP_COMM
 // unless `env` sets it. Open MPI refuses root unless told; harmless otherwise.
 test::CommandResult train(const fs::path& config, const fs::path& out, const std::string& env = "") {
-  return test::run_command("env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_SIZE -u GRADSWEEP_COMM "
-                           "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + env + " " +
-                           test::gradsweep_binary().string() + " train " + config.string() + " --out " +
-                           out.string());
+  return test::run_command(
+      "env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_SIZE -u GRADSWEEP_COMM "
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+      env + " " + test::gradsweep_binary().string() + " train " + config.string() + " --out " + out.string());
 }
 
 bool machine_has_gpu() { return test::run_command("nvidia-smi -L >/dev/null 2>&1").exit_code == 0; }
@@ -149,8 +156,9 @@ TEST(CommChoiceCli, AutoIsLocalWithoutLauncherAndMpiUnderOne) {
 
   const auto launched = test::run_command(
       "env -u GRADSWEEP_COMM OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 mpirun "
-      "--oversubscribe --bind-to none -np 1 " + test::gradsweep_binary().string() + " train " +
-      cell(dir, "{threads: 1}").string() + " --out " + (dir / "launched").string());
+      "--oversubscribe --bind-to none -np 1 " +
+      test::gradsweep_binary().string() + " train " + cell(dir, "{threads: 1}").string() + " --out " +
+      (dir / "launched").string());
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
   EXPECT_NE(launched.output.find("started by an MPI launcher"), std::string::npos) << launched.output;
   EXPECT_NE(launched.output.find("communicator: mpi, rank 0 of 1"), std::string::npos) << launched.output;

@@ -75,8 +75,9 @@ TEST(DeclaredCapabilities, SingleOnTwoRanksIsRefusedInItsOwnWords) {
   const sdk::Options options(std::map<std::string, sdk::Options::Value>{{"precision", std::string("fp32")}});
   const auto verdict =
       host::check_strategy_plan(registry.find(PluginKind::Strategy, "single"), facts_for(2, options, "mpi", ~0ull));
-  EXPECT_EQ(verdict.refusal, "strategy 'single' runs on one rank, but the job has 2 (nodes x ranks_per_node = 1 x 2); "
-                             "pick a data-parallel strategy (ps, dps, ring) for more");
+  EXPECT_EQ(verdict.refusal,
+            "strategy 'single' runs on one rank, but the job has 2 (nodes x ranks_per_node = 1 x 2); "
+            "pick a data-parallel strategy (ps, dps, ring) for more");
   EXPECT_EQ(host::refusal_key(verdict, 1), "launcher.ranks_per_node");
   const host::PluginRecord& single = registry.find(PluginKind::Strategy, "single");
   EXPECT_EQ(host::check_strategy_plan(single, facts_for(1, options, "local", ~0ull)).refusal, "");
@@ -87,16 +88,16 @@ TEST(DeclaredCapabilities, WhatTheBackendLacksIsRefusedAndAServerThatServesDoesN
   registry.scan({test::plugin_dir()});
   const sdk::CommFeatures nccl = sdk::kPointToPoint | sdk::kAsyncCollectives;
   const sdk::Options ring_options(std::map<std::string, sdk::Options::Value>{{"algorithm", std::string("ring")}});
-  const auto ring = host::check_strategy_plan(registry.find(PluginKind::Strategy, "ring"),
-                                              facts_for(2, ring_options, "nccl", nccl));
+  const auto ring =
+      host::check_strategy_plan(registry.find(PluginKind::Strategy, "ring"), facts_for(2, ring_options, "nccl", nccl));
   EXPECT_NE(ring.refusal.find("algorithm ring is gradsweep's own allreduce over point-to-point, which the nccl "
                               "backend does not offer on 2 ranks; use algorithm: native"),
             std::string::npos)
       << ring.refusal;
   EXPECT_EQ(host::refusal_key(ring, 1), "strategy.algorithm");
 
-  const sdk::Options ps_async(std::map<std::string, sdk::Options::Value>{{"mode", std::string("async")},
-                                                                          {"server_computes", false}});
+  const sdk::Options ps_async(
+      std::map<std::string, sdk::Options::Value>{{"mode", std::string("async")}, {"server_computes", false}});
   const host::PluginRecord& ps = registry.find(PluginKind::Strategy, "ps");
   const auto on_nccl = host::check_strategy_plan(ps, facts_for(3, ps_async, "nccl", nccl));
   EXPECT_NE(on_nccl.refusal.find("mode async serves gradients in the order they arrive (recv_any)"), std::string::npos);
@@ -128,10 +129,11 @@ TEST(DeclaredCapabilities, APluginBuiltAsSdk12DeclaresNothingAndKeepsTheOldBehav
 // The step records' "plugin" scalars of a `gradsweep train` run of the counting strategy `name`.
 std::vector<nlohmann::json> train_counting(const std::string& name) {
   const fs::path dir = test::scratch_dir(name);
-  const fs::path cell = test::write_tiny_cell(dir, 3, "strategy: {name: " + name + "}\nplugins: {paths: [" +
-                                                          kCounting.string() + "]}\nmetrics: {peak_flops: 1e11}\n");
-  const auto r = test::run_command("timeout 120 " + test::gradsweep_command("train " + cell.string() + " --out " +
-                                                                             (dir / "out").string()));
+  const fs::path cell = test::write_tiny_cell(
+      dir, 3,
+      "strategy: {name: " + name + "}\nplugins: {paths: [" + kCounting.string() + "]}\nmetrics: {peak_flops: 1e11}\n");
+  const auto r = test::run_command(
+      "timeout 120 " + test::gradsweep_command("train " + cell.string() + " --out " + (dir / "out").string()));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   std::vector<nlohmann::json> plugin;
   std::ifstream in(dir / "out" / "metrics.jsonl");

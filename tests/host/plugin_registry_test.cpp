@@ -45,7 +45,8 @@ TEST(PluginRegistry, RefusesOtherLibTorchNamingBothBuilds) {
   registry.load_file(kRefused / "test_plugin_wrong_torch.so");
   ASSERT_EQ(registry.refused().size(), 1u);
   const std::string reason = registry.refused()[0].reason;
-  const std::string host_torch = "torch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR);
+  const std::string host_torch =
+      "torch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR);
   const std::string plugin_torch = "torch " + std::to_string(TORCH_VERSION_MAJOR + 1) + ".7";
   EXPECT_NE(reason.find("plugin built against " + plugin_torch), std::string::npos) << reason;
   EXPECT_NE(reason.find("host built against " + host_torch), std::string::npos) << reason;
@@ -126,8 +127,7 @@ TEST(PluginRegistry, EarlierDirectoryShadowsLater) {
   registry.scan({dir, test::plugin_dir()});
   EXPECT_EQ(registry.find(PluginKind::Strategy, "single").path.parent_path(), fs::weakly_canonical(dir));
   bool shadow_reported = false;
-  for (const auto& r : registry.refused())
-    shadow_reported |= r.reason.find("already provided by") != std::string::npos;
+  for (const auto& r : registry.refused()) shadow_reported |= r.reason.find("already provided by") != std::string::npos;
   EXPECT_TRUE(shadow_reported);
 }
 

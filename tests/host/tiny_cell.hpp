@@ -9,7 +9,8 @@
 namespace gradsweep::test {
 
 // Writes <dir>/cell.yaml: gpt2-tiny, `steps` steps of batch 4 x 32 tokens; `extra` is appended (YAML).
-inline std::filesystem::path write_tiny_cell(const std::filesystem::path& dir, int steps, const std::string& extra = "") {
+inline std::filesystem::path write_tiny_cell(const std::filesystem::path& dir, int steps,
+                                             const std::string& extra = "") {
   const std::filesystem::path corpus = byte_corpus();
   const std::filesystem::path file = dir / "cell.yaml";
   write_text(file, "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257}\ndata: {train: " +

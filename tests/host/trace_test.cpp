@@ -21,14 +21,16 @@ struct TracedRun {
   json summary, trace;
 };
 
-// The strategy section `strategy` on 2 ranks for 10 steps of gpt2-tiny; small buckets so that ring has something to overlap.
+// The strategy section `strategy` on 2 ranks for 10 steps of gpt2-tiny; small buckets so that ring has something to
+// overlap.
 TracedRun train_two_ranks(const std::string& strategy, const std::string& flags = "", const std::string& extra = "") {
   TracedRun run;
   run.dir = scratch_dir();
   const fs::path cell = write_tiny_cell(run.dir, 10, "strategy: {" + strategy + "}\n" + extra);
-  run.result = run_command(mpirun(2, gradsweep_command("train " + cell.string() + " --out " + (run.dir / "out").string() +
-                                                       " " + flags)));
-  if (fs::exists(run.dir / "out" / "summary.json")) run.summary = json::parse(read_text(run.dir / "out" / "summary.json"));
+  run.result = run_command(
+      mpirun(2, gradsweep_command("train " + cell.string() + " --out " + (run.dir / "out").string() + " " + flags)));
+  if (fs::exists(run.dir / "out" / "summary.json"))
+    run.summary = json::parse(read_text(run.dir / "out" / "summary.json"));
   if (fs::exists(run.dir / "out" / "trace.json")) run.trace = json::parse(read_text(run.dir / "out" / "trace.json"));
   return run;
 }
@@ -167,8 +169,9 @@ TEST(Trace, RunStoppedHalfWaySaysWhereItEnded) {
 // The test strategy `misbehaving` (tests/strategies/plugins) sends a shorter allreduce from rank 1 in step
 // 2's update; runtime.check_collectives stops both ranks there, in the middle of the step.
 TEST(Trace, RankFailingMidStepLeavesATraceThatSaysWhereItEnded) {
-  const TracedRun run = train_two_ranks("name: misbehaving, how: size", "--set runtime.check_collectives=true",
-                                        "metrics: {trace: all}\nplugins: {paths: [" GRADSWEEP_TEST_STRATEGY_PLUGINS "]}\n");
+  const TracedRun run =
+      train_two_ranks("name: misbehaving, how: size", "--set runtime.check_collectives=true",
+                      "metrics: {trace: all}\nplugins: {paths: [" GRADSWEEP_TEST_STRATEGY_PLUGINS "]}\n");
   ASSERT_NE(run.result.exit_code, 0) << run.result.output;
   const auto trace = run_command(gradsweep_command("trace " + (run.dir / "out").string()));
   ASSERT_EQ(trace.exit_code, 0) << trace.output;
@@ -185,8 +188,8 @@ TEST(Trace, RankFailingMidStepLeavesATraceThatSaysWhereItEnded) {
 
 TEST(Trace, BadTraceValueIsRefusedNamingTheKey) {
   const fs::path dir = scratch_dir();
-  const auto r = run_command(gradsweep_command("train " + write_tiny_cell(dir, 2, "metrics: {trace: every}\n").string() +
-                                               " --out " + (dir / "out").string()));
+  const auto r = run_command(gradsweep_command(
+      "train " + write_tiny_cell(dir, 2, "metrics: {trace: every}\n").string() + " --out " + (dir / "out").string()));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("metrics.trace: 'every' is not one of sampled, all, off"), std::string::npos) << r.output;
 }

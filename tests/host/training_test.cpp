@@ -21,10 +21,10 @@ fs::path write_config(const fs::path& dir, const std::string& model, int steps, 
                       int batch_size = 8) {
   const fs::path corpus = test::byte_corpus();
   const fs::path file = dir / "cell.yaml";
-  test::write_text(file, "model:\n" + model + "\ndata:\n  train: " + (corpus / "train.bin").string() +
-                             "\n  val: " + (corpus / "val.bin").string() + "\ntrain:\n  steps: " +
-                             std::to_string(steps) +
-                             "\n  batch_size: " + std::to_string(batch_size) + "\n  micro_batch: 4\n  seq_len: 64\n  lr: 3e-3\n  min_lr: 3e-4\n"
+  test::write_text(file, "model:\n" + model + "\ndata:\n  train: " + (corpus / "train.bin").string() + "\n  val: " +
+                             (corpus / "val.bin").string() + "\ntrain:\n  steps: " + std::to_string(steps) +
+                             "\n  batch_size: " + std::to_string(batch_size) +
+                             "\n  micro_batch: 4\n  seq_len: 64\n  lr: 3e-3\n  min_lr: 3e-4\n"
                              "  warmup_steps: 10\n  weight_decay: 0.01\n  seed: 7\neval:\n  batches: 4\n"
                              "metrics:\n  peak_flops: 1e10\n  log_every: 50\nruntime:\n  threads: 1\n" +
                              extra);
@@ -45,8 +45,8 @@ double mean(const std::vector<double>& v, std::size_t from, std::size_t to) {
 }
 
 test::CommandResult train(const fs::path& config, const fs::path& out, const std::string& flags = "") {
-  return test::run_command(test::gradsweep_binary().string() + " train " + config.string() + " --out " +
-                           out.string() + " " + flags);
+  return test::run_command(test::gradsweep_binary().string() + " train " + config.string() + " --out " + out.string() +
+                           " " + flags);
 }
 
 // Cross-entropy of the best context-free model (unigram frequencies of the training shard): a model
@@ -76,9 +76,9 @@ void expect_loss_falls(const std::string& model_section) {
   const double unigram = unigram_entropy(test::byte_corpus() / "train.bin");
   EXPECT_LT(summary["val_loss"].get<double>(), unigram - 0.2) << "unigram entropy " << unigram;
   EXPECT_NEAR(summary["val_ppl"].get<double>(), std::exp(summary["val_loss"].get<double>()), 1e-6);
-  for (const char* key : {"model", "strategy", "world_size", "params", "steps", "tokens_per_sec", "step_time_s",
-                          "final_train_loss", "val_loss", "val_ppl", "bytes_sent_per_step", "mfu", "peak_rss_mb",
-                          "config"})
+  for (const char* key :
+       {"model", "strategy", "world_size", "params", "steps", "tokens_per_sec", "step_time_s", "final_train_loss",
+        "val_loss", "val_ppl", "bytes_sent_per_step", "mfu", "peak_rss_mb", "config"})
     EXPECT_TRUE(summary.contains(key)) << key;
   EXPECT_GT(summary["tokens_per_sec"].get<double>(), 0.0);
   EXPECT_GT(summary["mfu"].get<double>(), 0.0);
@@ -124,9 +124,8 @@ TEST(Training, SameSeedGivesIdenticalLosses) {
 TEST(Training, InterruptedRunResumesBitIdentical) {
   const fs::path dir = test::scratch_dir();
   // Dropout on, so the restored random generator matters too.
-  const fs::path config =
-      write_config(dir, "  name: gpt2\n  preset: gpt2-tiny\n  vocab_size: 257\n  dropout: 0.1", 30,
-                   "checkpoint:\n  every: 5\n");
+  const fs::path config = write_config(dir, "  name: gpt2\n  preset: gpt2-tiny\n  vocab_size: 257\n  dropout: 0.1", 30,
+                                       "checkpoint:\n  every: 5\n");
   ASSERT_EQ(train(config, dir / "whole").exit_code, 0);
   // Interrupted after 12 steps: the last checkpoint is at step 10, steps 10 and 11 are redone.
   const auto first = train(config, dir / "resumed", "--stop-after 12");

@@ -34,7 +34,8 @@ TEST(TruncatedPlugin, PluginsListsThemAsRefusedWithTheReason) {
   ASSERT_NE(refused, std::string::npos) << r.output;
   for (const char* name : {"half_single.so", "gradsweep_head.so"})
     EXPECT_NE(r.output.find((dir / name).string() + ": cannot load: truncated: ", refused), std::string::npos)
-        << name << "\n" << r.output;
+        << name << "\n"
+        << r.output;
   // The built plugins are still listed (the copy of 'single' was refused, so no shadowing either).
   EXPECT_NE(r.output.find("gradsweep_strategy_single.so"), std::string::npos) << r.output;
 }
@@ -42,9 +43,9 @@ TEST(TruncatedPlugin, PluginsListsThemAsRefusedWithTheReason) {
 TEST(TruncatedPlugin, TrainStillWorksWithTheGoodPlugins) {
   const fs::path dir = test::scratch_dir();
   const fs::path plugins = truncated_plugin_dir();
-  const auto r = test::run_command("GRADSWEEP_PLUGIN_PATH=" + plugins.string() + " " +
-                                   test::gradsweep_command("train " + test::write_tiny_cell(dir, 2).string() +
-                                                           " --out " + (dir / "cell").string()));
+  const auto r = test::run_command(
+      "GRADSWEEP_PLUGIN_PATH=" + plugins.string() + " " +
+      test::gradsweep_command("train " + test::write_tiny_cell(dir, 2).string() + " --out " + (dir / "cell").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(dir / "cell" / "summary.json")) << r.output;
 }

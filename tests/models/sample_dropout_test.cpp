@@ -26,8 +26,8 @@ torch::Tensor masks(const sdk::Batch& batch, double p, std::uint64_t site) {
 
 TEST(SampleDropout, SameSampleGetsTheSameMaskInAnyBatch) {
   const torch::Tensor whole = masks(keyed_batch({0, 1, 2, 3, 4, 5}, 9, 7), 0.1, 3);
-  const torch::Tensor part = masks(keyed_batch({4, 5}, 9, 7), 0.1, 3);      // another rank's micro-batch
-  const torch::Tensor single = masks(keyed_batch({2}, 9, 7), 0.1, 3);       // micro_batch 1
+  const torch::Tensor part = masks(keyed_batch({4, 5}, 9, 7), 0.1, 3);  // another rank's micro-batch
+  const torch::Tensor single = masks(keyed_batch({2}, 9, 7), 0.1, 3);   // micro_batch 1
   EXPECT_TRUE(torch::equal(whole.slice(0, 4, 6), part));
   EXPECT_TRUE(torch::equal(whole[2], single[0]));
   // The values, too: the same input gives the same output.
@@ -38,13 +38,12 @@ TEST(SampleDropout, SameSampleGetsTheSameMaskInAnyBatch) {
 
 TEST(SampleDropout, SamplesStepsSitesAndSeedsGetDifferentMasks) {
   const torch::Tensor base = masks(keyed_batch({0, 1}, 9, 7), 0.5, 3);
-  EXPECT_FALSE(torch::equal(base[0], base[1]));                                   // sample
-  EXPECT_FALSE(torch::equal(base, masks(keyed_batch({0, 1}, 10, 7), 0.5, 3)));   // step
-  EXPECT_FALSE(torch::equal(base, masks(keyed_batch({0, 1}, 9, 7), 0.5, 4)));    // site
-  EXPECT_FALSE(torch::equal(base, masks(keyed_batch({0, 1}, 9, 8), 0.5, 3)));    // seed
+  EXPECT_FALSE(torch::equal(base[0], base[1]));                                 // sample
+  EXPECT_FALSE(torch::equal(base, masks(keyed_batch({0, 1}, 10, 7), 0.5, 3)));  // step
+  EXPECT_FALSE(torch::equal(base, masks(keyed_batch({0, 1}, 9, 7), 0.5, 4)));   // site
+  EXPECT_FALSE(torch::equal(base, masks(keyed_batch({0, 1}, 9, 8), 0.5, 3)));   // seed
   // Not merely different: about half the bits of two independent p=0.5 masks disagree.
-  const double disagree =
-      base.ne(masks(keyed_batch({0, 1}, 10, 7), 0.5, 3)).to(torch::kDouble).mean().item<double>();
+  const double disagree = base.ne(masks(keyed_batch({0, 1}, 10, 7), 0.5, 3)).to(torch::kDouble).mean().item<double>();
   EXPECT_NEAR(disagree, 0.5, 0.03);
 }
 
@@ -92,7 +91,8 @@ TEST(SampleDropout, RefusesATensorWhoseFirstDimensionIsNotTheBatch) {
     drop(torch::ones({4, 2}), 0.5, 0, true);
     FAIL() << "no error";
   } catch (const sdk::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("first dimension must be the batch's 3 samples"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("first dimension must be the batch's 3 samples"), std::string::npos)
+        << e.what();
   }
 }
 

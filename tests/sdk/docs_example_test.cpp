@@ -34,7 +34,8 @@ std::string example_block(const std::string& page, const std::string& name) {
 std::vector<double> losses(const fs::path& out) {
   std::vector<double> values;
   std::ifstream metrics(out / "metrics.jsonl");
-  for (std::string line; std::getline(metrics, line);) values.push_back(nlohmann::json::parse(line).at("loss").get<double>());
+  for (std::string line; std::getline(metrics, line);)
+    values.push_back(nlohmann::json::parse(line).at("loss").get<double>());
   return values;
 }
 

@@ -31,11 +31,12 @@ TEST(OutOfTreePlugin, BuildsAgainstInstalledSdkAndTrains) {
   test::write_text(dir / "cell.yaml",
                    "plugins:\n  paths: [" + (dir / "example" / "plugins").string() +
                        "]\nmodel: {name: gpt2, preset: gpt2-tiny, vocab_size: 257}\nstrategy: {name: periodic_average, "
-                       "period: 4}\ndata: {train: " + (corpus / "train.bin").string() + ", val: " +
-                       (corpus / "val.bin").string() +
+                       "period: 4}\ndata: {train: " +
+                       (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
                        "}\ntrain: {steps: 40, batch_size: 8, seq_len: 64, lr: 3e-3}\nmetrics: {peak_flops: 1e10}\n"
                        "runtime: {threads: 1}\n");
-  const auto listing = run((prefix / "bin" / "gradsweep").string() + " plugins --path " + (dir / "example" / "plugins").string());
+  const auto listing =
+      run((prefix / "bin" / "gradsweep").string() + " plugins --path " + (dir / "example" / "plugins").string());
   EXPECT_NE(listing.output.find("periodic_average"), std::string::npos) << listing.output;
   EXPECT_NE(listing.output.find((prefix / "lib" / "gradsweep" / "plugins").string()), std::string::npos)
       << listing.output;

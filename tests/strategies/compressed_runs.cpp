@@ -12,13 +12,12 @@ std::vector<std::vector<std::int64_t>> gpt2_tiny_shapes() {
   const std::int64_t e = 64;
   std::vector<std::vector<std::int64_t>> shapes{{257, e}, {32, e}};
   for (int layer = 0; layer < 2; ++layer) {
-    const std::vector<std::vector<std::int64_t>> block{
-        {e}, {e},                   // ln_1
-        {3 * e, e}, {3 * e},        // attn.c_attn
-        {e, e}, {e},                // attn.c_proj
-        {e}, {e},                   // ln_2
-        {4 * e, e}, {4 * e},        // mlp.c_fc
-        {e, 4 * e}, {e}};           // mlp.c_proj
+    const std::vector<std::vector<std::int64_t>> block{{e},        {e},      // ln_1
+                                                       {3 * e, e}, {3 * e},  // attn.c_attn
+                                                       {e, e},     {e},      // attn.c_proj
+                                                       {e},        {e},      // ln_2
+                                                       {4 * e, e}, {4 * e},  // mlp.c_fc
+                                                       {e, 4 * e}, {e}};     // mlp.c_proj
     shapes.insert(shapes.end(), block.begin(), block.end());
   }
   shapes.push_back({e});  // ln_f
@@ -45,8 +44,9 @@ std::uint64_t allgather_bytes(std::int64_t elements_per_rank, int ranks) {
 std::string parameters_differ(const fs::path& out, int ranks, int step) {
   auto load = [&](int rank) {
     torch::serialize::InputArchive archive;
-    archive.load_from((out / "checkpoint" / ("rank-" + std::to_string(rank)) / ("step-" + std::to_string(step)) /
-                       "model.pt").string());
+    archive.load_from(
+        (out / "checkpoint" / ("rank-" + std::to_string(rank)) / ("step-" + std::to_string(step)) / "model.pt")
+            .string());
     return archive;
   };
   torch::serialize::InputArchive reference = load(0);
@@ -69,12 +69,13 @@ TrainingRun train_into(const fs::path& dir, const std::string& out, int ranks, c
                        const std::vector<std::string>& overrides, int steps, const std::string& extra) {
   const fs::path corpus = byte_corpus();
   const fs::path cell = dir / "cell.yaml";
-  write_text(cell, "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
-                   "strategy: {name: " + strategy + "}\n" +
-                   "data: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
-                   "}\n" + "train: {steps: " + std::to_string(steps) +
-                   ", batch_size: 8, seq_len: 32, lr: 3e-3, grad_clip: 1.0, seed: 7}\n"
-                   "eval: {batches: 2}\ncheckpoint: {every: 0}\nmetrics: {peak_flops: 1e10}\nruntime: {threads: 1}\n");
+  write_text(cell,
+             "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+             "strategy: {name: " +
+                 strategy + "}\n" + "data: {train: " + (corpus / "train.bin").string() +
+                 ", val: " + (corpus / "val.bin").string() + "}\n" + "train: {steps: " + std::to_string(steps) +
+                 ", batch_size: 8, seq_len: 32, lr: 3e-3, grad_clip: 1.0, seed: 7}\n"
+                 "eval: {batches: 2}\ncheckpoint: {every: 0}\nmetrics: {peak_flops: 1e10}\nruntime: {threads: 1}\n");
   std::string command = gradsweep_binary().string() + " train " + cell.string() + " --out " + (dir / out).string();
   for (const auto& o : overrides) command += " --set " + o;
   TrainingRun run;

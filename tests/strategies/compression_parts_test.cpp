@@ -181,8 +181,8 @@ TEST(DgcCompressor, SendsExactlyTheKLargestOfEachTensorAndKeepsTheRest) {
   DgcCompressor c(params, 5.0, 0.0);
   ASSERT_EQ(c.selected(), 5 + 10);
   // Distinct magnitudes, so "the k largest" has one answer.
-  const torch::Tensor g = (torch::randperm(300, torch::kLong).to(torch::kFloat) + 1) *
-                          torch::where(random({300}, 51) > 0, 1.0f, -1.0f);
+  const torch::Tensor g =
+      (torch::randperm(300, torch::kLong).to(torch::kFloat) + 1) * torch::where(random({300}, 51) > 0, 1.0f, -1.0f);
   torch::Tensor values = torch::zeros({15}), indices = torch::zeros({15}, torch::kInt);
   c.select(g, values, indices);
   std::set<std::int64_t> sent;

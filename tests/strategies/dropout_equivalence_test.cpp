@@ -37,8 +37,8 @@ TEST_P(DropoutEquivalence, LossMatchesSingleAtEveryStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, DropoutEquivalence,
-                         ::testing::Combine(::testing::Values(TinyModel::Gpt2, TinyModel::Lstm), ::testing::Values(2, 3),
-                                            ::testing::Values("ring", "dps")),
+                         ::testing::Combine(::testing::Values(TinyModel::Gpt2, TinyModel::Lstm),
+                                            ::testing::Values(2, 3), ::testing::Values("ring", "dps")),
                          [](const auto& info) {
                            return name_of(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) +
                                   "ranks_" + std::get<2>(info.param);

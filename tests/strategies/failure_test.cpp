@@ -46,14 +46,15 @@ TEST(RanksDisagree, ModelsOfDifferentShapesStopBeforeTheFirstCollective) {
 CommandResult signal_rank_one(const fs::path& dir, const std::string& signal, const std::string& extra = "") {
   // (the scratch directory of the test: the cell directory is dir/out)
   const fs::path log = dir / "out" / "rank-1.log";
-  const std::string job = mpirun(2, gradsweep_binary().string() + " train " + cell(dir, "cell.yaml", "", 100000) +
-                                        " --out " + (dir / "out").string() + extra, "", 120);
+  const std::string job = mpirun(2,
+                                 gradsweep_binary().string() + " train " + cell(dir, "cell.yaml", "", 100000) +
+                                     " --out " + (dir / "out").string() + extra,
+                                 "", 120);
   const std::string script =
       "(" + job + ") > " + (dir / "job.txt").string() + " 2>&1 & job=$!\n" +
       "for i in $(seq 600); do grep -q 'step ' " + (dir / "out" / "rank-0.log").string() +
-      " 2>/dev/null && break; sleep 0.1; done\n" +
-      "pid=$(sed -n 's/.*rank 1 of 2 is process \\([0-9]*\\).*/\\1/p' " + log.string() + ")\n" +
-      "[ -n \"$pid\" ] || { echo 'rank 1 never started'; kill $job; exit 99; }\n" +
+      " 2>/dev/null && break; sleep 0.1; done\n" + "pid=$(sed -n 's/.*rank 1 of 2 is process \\([0-9]*\\).*/\\1/p' " +
+      log.string() + ")\n" + "[ -n \"$pid\" ] || { echo 'rank 1 never started'; kill $job; exit 99; }\n" +
       "start=$(date +%s.%N); kill -" + signal + " $pid; wait $job; rc=$?\n" +
       "echo \"rc=$rc seconds=$(echo \"$(date +%s.%N) - $start\" | bc)\"; cat " + (dir / "job.txt").string();
   write_text(dir / "signal.sh", script);
@@ -95,8 +96,7 @@ TEST(RankHangs, ConfiguredCommTimeoutEndsTheJob) {
   const Ending end = ending_of(r);
   EXPECT_EQ(end.exit_code, 3) << r.output;
   EXPECT_LT(end.seconds, 45.0) << r.output;
-  EXPECT_TRUE(std::regex_search(r.output, std::regex("on rank 0 of 2 has waited [0-9]+ s \\(limit 3 s")))
-      << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("on rank 0 of 2 has waited [0-9]+ s \\(limit 3 s"))) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex("hang: rank 1 did not finish [a-z_ ]+ #[0-9]+: rank 1 did not "
                                                      "answer \\(stopped, or dead\\); rank 0 finished #[0-9]+ and "
                                                      "waits in [a-z_ ]+ of [0-9]+ [a-z0-9]+")))
@@ -111,9 +111,11 @@ TEST(RankHangs, ConfiguredCommTimeoutEndsTheJob) {
 CommandResult misbehave(const fs::path& dir, const std::string& how, const std::string& extra) {
   const std::string config = cell(dir, "cell.yaml", "", 6);
   write_text(config, read_text(config) + "plugins: {paths: [" + GRADSWEEP_TEST_STRATEGY_PLUGINS + "]}\n");
-  return run_command(mpirun(2, gradsweep_binary().string() + " train " + config + " --out " + (dir / "out").string() +
-                                   " --set strategy.name=misbehaving --set strategy.how=" + how +
-                                   " --set runtime.comm_timeout=3" + extra, "", 90));
+  return run_command(mpirun(2,
+                            gradsweep_binary().string() + " train " + config + " --out " + (dir / "out").string() +
+                                " --set strategy.name=misbehaving --set strategy.how=" + how +
+                                " --set runtime.comm_timeout=3" + extra,
+                            "", 90));
 }
 
 // runtime.check_collectives stops the job at the first collective whose size differs, naming both ranks'
@@ -126,9 +128,10 @@ TEST(RanksDisagree, CheckNamesARankThatSendsAnotherSize) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_LT(seconds, 60.0) << r.output;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("collective mismatch \\(runtime.check_collectives\\): rank 1 "
-                                                        "issued allreduce of ([0-9]+) float32 sum where rank 0 issued "
-                                                        "allreduce of ([0-9]+) float32 sum, collective #([0-9]+)")))
+  ASSERT_TRUE(std::regex_search(r.output, m,
+                                std::regex("collective mismatch \\(runtime.check_collectives\\): rank 1 "
+                                           "issued allreduce of ([0-9]+) float32 sum where rank 0 issued "
+                                           "allreduce of ([0-9]+) float32 sum, collective #([0-9]+)")))
       << r.output;
   EXPECT_EQ(std::stol(m[1]) + 1, std::stol(m[2]));
   EXPECT_TRUE(fs::exists(dir / "out" / "flight-recorder" / "rank-0.json")) << r.output;
@@ -162,12 +165,16 @@ TEST(RanksDisagree, SkippedCollectiveWithoutTheCheckEndsTheJob) {
 TEST(SweepFailures, ResultsSayWhichRankAndCollective) {
   const fs::path dir = scratch_dir();
   const fs::path corpus = byte_corpus();
-  write_text(dir / "s.yaml", "name: forensics\nmodel: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
-             "strategy: {name: misbehaving, step: 2}\ndata: {train: " + (corpus / "train.bin").string() + ", val: " +
-             (corpus / "val.bin").string() + "}\ntrain: {steps: 6, batch_size: 8, seq_len: 32}\neval: {batches: 1}\n"
-             "metrics: {peak_flops: 1e10}\nruntime: {comm_timeout: 3, check_collectives: true}\n"
-             "plugins: {paths: [" + GRADSWEEP_TEST_STRATEGY_PLUGINS + "]}\nlauncher: {threads: 1}\ninclude:\n"
-             "  - {strategy.how: size, ranks_per_node: 2}\n  - {strategy.how: stop, ranks_per_node: 2}\n");
+  write_text(dir / "s.yaml",
+             "name: forensics\nmodel: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+             "strategy: {name: misbehaving, step: 2}\ndata: {train: " +
+                 (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
+                 "}\ntrain: {steps: 6, batch_size: 8, seq_len: 32}\neval: {batches: 1}\n"
+                 "metrics: {peak_flops: 1e10}\nruntime: {comm_timeout: 3, check_collectives: true}\n"
+                 "plugins: {paths: [" +
+                 GRADSWEEP_TEST_STRATEGY_PLUGINS +
+                 "]}\nlauncher: {threads: 1}\ninclude:\n"
+                 "  - {strategy.how: size, ranks_per_node: 2}\n  - {strategy.how: stop, ranks_per_node: 2}\n");
   const auto r = run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 200 " +
                              gradsweep_binary().string() + " run " + (dir / "s.yaml").string() + " --out " +
                              (dir / "out").string());
@@ -187,8 +194,10 @@ TEST(Resume, RanksHoldingDifferentCheckpointsResumeFromTheNewestStepAllHold) {
   const fs::path dir = scratch_dir();
   const std::string config = cell(dir, "c.yaml", "", 12);
   const auto train = [&](const std::string& out, const std::string& extra) {
-    return run_command(mpirun(2, gradsweep_binary().string() + " train " + config + " --out " + (dir / out).string() +
-                                     " --set checkpoint.every=4" + extra, "", 120));
+    return run_command(mpirun(2,
+                              gradsweep_binary().string() + " train " + config + " --out " + (dir / out).string() +
+                                  " --set checkpoint.every=4" + extra,
+                              "", 120));
   };
   const auto losses = [&](const std::string& out) {
     std::vector<double> values;

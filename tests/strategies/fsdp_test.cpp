@@ -91,8 +91,10 @@ TEST(FsdpResume, InterruptedEqualsUninterruptedBitForBit) {
   TrainingRun cut = train_tiny(TinyModel::Gpt2, 2, "fsdp", {"checkpoint.every=4 --stop-after 6"}, 10);
   ASSERT_EQ(cut.result.exit_code, 0) << cut.result.output;
   const fs::path cell = cut.dir.parent_path() / "cell.yaml";
-  const auto resumed = run_command(mpirun(2, gradsweep_binary().string() + " train " + cell.string() + " --out " +
-                                                 cut.dir.string() + " --set checkpoint.every=4", "", 120));
+  const auto resumed = run_command(mpirun(2,
+                                          gradsweep_binary().string() + " train " + cell.string() + " --out " +
+                                              cut.dir.string() + " --set checkpoint.every=4",
+                                          "", 120));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(read_text(cut.dir / "rank-0.log").find("at step 4"), std::string::npos);
   std::vector<double> losses;

@@ -80,8 +80,8 @@ std::vector<torch::Tensor> reference(int ranks, int skip) {
 
 struct RankResult {
   std::vector<torch::Tensor> weights;
-  std::vector<double> scales;       // "loss_scale" as recorded each step
-  std::vector<bool> applied;        // whether each step's update was applied
+  std::vector<double> scales;  // "loss_scale" as recorded each step
+  std::vector<bool> applied;   // whether each step's update was applied
   std::vector<std::string> warnings;
 };
 
@@ -146,8 +146,7 @@ void expect_near_reference(const std::vector<RankResult>& results, const std::ve
       EXPECT_EQ(w.scalar_type(), torch::kFloat) << "master weights stay float32";
       EXPECT_TRUE(torch::equal(w, results[0].weights[i])) << "rank " << r << " differs from rank 0";
       EXPECT_TRUE(torch::allclose(w, expected[i], 0.0, 4e-3))  // measured: at most 7.5e-4 in 4 bf16 steps
-          << "rank " << r << ", parameter " << i << ": max error "
-          << (w - expected[i]).abs().max().item<float>();
+          << "rank " << r << ", parameter " << i << ": max error " << (w - expected[i]).abs().max().item<float>();
     }
 }
 

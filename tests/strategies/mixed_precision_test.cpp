@@ -28,8 +28,8 @@ TEST_P(MixedPrecisionVariant, FollowsFloat32AndHalvesGradientBytes) {
   ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
   const double from_single = max_relative_difference(run.losses(), reference.losses());
   const double from_plain = max_relative_difference(run.losses(), full.losses());
-  std::cout << amp << ": max relative loss difference over 20 steps: from fp32 single " << from_single
-            << ", from fp32 " << plain << " at 2 ranks " << from_plain << "\n";
+  std::cout << amp << ": max relative loss difference over 20 steps: from fp32 single " << from_single << ", from fp32 "
+            << plain << " at 2 ranks " << from_plain << "\n";
   EXPECT_LT(from_single, kLossTolerance);
   EXPECT_LT(from_plain, kLossTolerance);
   const auto losses = run.losses();
@@ -53,10 +53,9 @@ class InjectedOverflow : public ::testing::TestWithParam<const char*> {};
 // loss scale halves, and training goes on with all ranks still identical.
 TEST_P(InjectedOverflow, SkipsExactlyOneStepOnEveryRank) {
   const std::string strategy = GetParam();
-  const TrainingRun run = train_tiny(TinyModel::Gpt2, 4, strategy,
-                             {"strategy.loss_scaling=dynamic", "strategy.inject_overflow_step=5",
-                              "strategy.inject_overflow_rank=2"},
-                             12);
+  const TrainingRun run = train_tiny(
+      TinyModel::Gpt2, 4, strategy,
+      {"strategy.loss_scaling=dynamic", "strategy.inject_overflow_step=5", "strategy.inject_overflow_rank=2"}, 12);
   ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
   ASSERT_EQ(run.steps.size(), 12u);
   for (const auto& s : run.steps) {

@@ -192,7 +192,8 @@ TEST(ParameterServerProtocol, AWorkerThatThrowsMidRunFailsEveryRankInsteadOfHang
     });
     ASSERT_TRUE(outcome.failure.has_value()) << "async " << async;
     EXPECT_EQ(outcome.failure->rank, 2) << "async " << async;
-    EXPECT_NE(outcome.failure->message.find("worker 2 failed in step 1"), std::string::npos) << outcome.failure->message;
+    EXPECT_NE(outcome.failure->message.find("worker 2 failed in step 1"), std::string::npos)
+        << outcome.failure->message;
     ASSERT_EQ(outcome.errors.size(), 3u);
     EXPECT_FALSE(outcome.errors[0].empty()) << "async " << async << ": the server must get an error";
     EXPECT_FALSE(outcome.errors[1].empty()) << "async " << async << ": worker 1 must get an error";

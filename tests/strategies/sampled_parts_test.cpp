@@ -1,9 +1,9 @@
 // The parts of the `sampled` strategy, in process: the vocabulary draw, the row-sparse packing, and the
 // trainer's re-indexing of targets into the drawn rows, checked against a full softmax.
-#include "lm_loss.hpp"                // plugins/models/common
-#include "row_sparse_layout.hpp"      // plugins/strategies/sampled
+#include "lm_loss.hpp"                  // plugins/models/common
+#include "row_sparse_layout.hpp"        // plugins/strategies/sampled
 #include "train/output_vocabulary.hpp"  // host
-#include "vocabulary_sampler.hpp"     // plugins/strategies/sampled
+#include "vocabulary_sampler.hpp"       // plugins/strategies/sampled
 #include "data/token_shard.hpp"
 #include "support/test_support.hpp"
 
@@ -55,7 +55,8 @@ TEST(VocabularySampler, UnigramDrawsFrequentWordsMoreOftenThanUniform) {
   const VocabularySampler uniform(torch::ones({kVocab}, torch::kDouble), 20, 1);
   auto mean_id = [&](const VocabularySampler& s) {
     double sum = 0;
-    for (int step = 0; step < 200; ++step) sum += s.sample(step, targets).rows.narrow(0, 1, 20).to(torch::kDouble).mean().item<double>();
+    for (int step = 0; step < 200; ++step)
+      sum += s.sample(step, targets).rows.narrow(0, 1, 20).to(torch::kDouble).mean().item<double>();
     return sum / 200;
   };
   EXPECT_NEAR(mean_id(uniform), kVocab / 2.0, 25.0);

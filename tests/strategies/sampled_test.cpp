@@ -29,7 +29,8 @@ double bytes_sent(const TrainingRun& run, int rank) {
 
 TEST(Sampled, SparseRowExchangeTrainsExactlyAsTheDenseExchangeOfTheSameGradients) {
   const TrainingRun sparse = train_tiny(TinyModel::LstmWords, 2, "sampled", kSampled, kSteps);
-  const TrainingRun dense = train_tiny(TinyModel::LstmWords, 2, "sampled", with(kSampled, {"strategy.exchange=dense"}), kSteps);
+  const TrainingRun dense =
+      train_tiny(TinyModel::LstmWords, 2, "sampled", with(kSampled, {"strategy.exchange=dense"}), kSteps);
   ASSERT_EQ(sparse.result.exit_code, 0) << sparse.result.output;
   ASSERT_EQ(dense.result.exit_code, 0) << dense.result.output;
   // Two ranks: each element's sum is a + b either way, so the parameters, and with them every loss, are
@@ -66,8 +67,8 @@ TEST(Sampled, NegativesCoveringTheVocabularyReproduceSingle) {
 
 TEST(Sampled, ParameterServerAnswersByRowsExactlyAsDenseAnswers) {
   // Plain SGD is row-local (a row without gradient stays put), so the server answers with rows only.
-  const std::vector<std::string> ps{"strategy.transport=ps", "strategy.mode=sync", "train.optimizer=sgd",
-                                    "train.momentum=0", "train.weight_decay=0", "train.lr=0.5"};
+  const std::vector<std::string> ps{"strategy.transport=ps", "strategy.mode=sync",   "train.optimizer=sgd",
+                                    "train.momentum=0",      "train.weight_decay=0", "train.lr=0.5"};
   const TrainingRun sparse = train_tiny(TinyModel::LstmWords, 4, "sampled", with(kSampled, ps), kSteps);
   const TrainingRun dense =
       train_tiny(TinyModel::LstmWords, 4, "sampled", with(with(kSampled, ps), {"strategy.exchange=dense"}), kSteps);

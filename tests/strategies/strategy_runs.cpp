@@ -36,13 +36,15 @@ std::string model_section(TinyModel model) {
 }
 
 fs::path write_cell(const fs::path& dir, TinyModel model, const std::string& strategy, int steps) {
-  const fs::path corpus = model == TinyModel::LstmWords || model == TinyModel::BigramWords ? word_corpus() : byte_corpus();
+  const fs::path corpus =
+      model == TinyModel::LstmWords || model == TinyModel::BigramWords ? word_corpus() : byte_corpus();
   const fs::path file = dir / "cell.yaml";
-  write_text(file, model_section(model) + "strategy: {name: " + strategy + "}\n" +
-                       "data: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
-                       "}\n" + "train: {steps: " + std::to_string(steps) +
-                       ", batch_size: 8, seq_len: 32, lr: 3e-3, grad_clip: 1.0, seed: 7}\n"
-                       "eval: {batches: 2}\ncheckpoint: {every: 0}\nmetrics: {peak_flops: 1e10}\nruntime: {threads: 1}\n");
+  write_text(
+      file, model_section(model) + "strategy: {name: " + strategy + "}\n" +
+                "data: {train: " + (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() + "}\n" +
+                "train: {steps: " + std::to_string(steps) +
+                ", batch_size: 8, seq_len: 32, lr: 3e-3, grad_clip: 1.0, seed: 7}\n"
+                "eval: {batches: 2}\ncheckpoint: {every: 0}\nmetrics: {peak_flops: 1e10}\nruntime: {threads: 1}\n");
   return file;
 }
 
@@ -60,12 +62,12 @@ std::vector<double> TrainingRun::losses() const {
 
 std::string TrainingRun::log(int rank) const { return read_text(dir / ("rank-" + std::to_string(rank) + ".log")); }
 
-TrainingRun train_tiny(TinyModel model, int ranks, const std::string& strategy, const std::vector<std::string>& overrides,
-               int steps) {
+TrainingRun train_tiny(TinyModel model, int ranks, const std::string& strategy,
+                       const std::vector<std::string>& overrides, int steps) {
   TrainingRun run;
   run.dir = scratch_dir(name_of(model) + "-" + strategy + "-" + std::to_string(ranks));
-  std::string command = gradsweep_binary().string() + " train " +
-                        write_cell(run.dir, model, strategy, steps).string() + " --out " + (run.dir / "out").string();
+  std::string command = gradsweep_binary().string() + " train " + write_cell(run.dir, model, strategy, steps).string() +
+                        " --out " + (run.dir / "out").string();
   for (const auto& o : overrides) command += " --set " + o;
   run.result = run_command(ranks == 1 ? command : mpirun(ranks, command, "", 120));
   run.dir /= "out";

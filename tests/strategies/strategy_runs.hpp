@@ -27,8 +27,8 @@ struct TrainingRun {
 
 // Trains `model` for `steps` steps (global batch 8 x 32 tokens, lr 3e-3, clipping at 1.0, seed fixed)
 // with `strategy` and its options (`--set` overrides such as "strategy.mode=async").
-TrainingRun train_tiny(TinyModel model, int ranks, const std::string& strategy, const std::vector<std::string>& overrides = {},
-               int steps = 20);
+TrainingRun train_tiny(TinyModel model, int ranks, const std::string& strategy,
+                       const std::vector<std::string>& overrides = {}, int steps = 20);
 
 // The experiment file train_tiny writes (cell.yaml in `dir`), for tests that launch `gradsweep train`
 // themselves (several runs into one output directory, extra command-line flags).

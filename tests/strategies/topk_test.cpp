@@ -82,9 +82,9 @@ TEST(TopkRuns, RatioOutsideZeroToHundredIsRefused) {
   for (const char* ratio : {"0", "150"}) {
     const TrainingRun run = train_tiny(TinyModel::Gpt2, 1, "topk", {std::string("strategy.ratio_percent=") + ratio}, 2);
     EXPECT_NE(run.result.exit_code, 0);
-    EXPECT_NE(run.result.output.find(std::string("strategy 'topk': ratio_percent is ") + ratio +
-                                     " but must be in (0, 100]"),
-              std::string::npos)
+    EXPECT_NE(
+        run.result.output.find(std::string("strategy 'topk': ratio_percent is ") + ratio + " but must be in (0, 100]"),
+        std::string::npos)
         << run.result.output;
   }
 }

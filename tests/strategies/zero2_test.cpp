@@ -24,8 +24,8 @@ class Zero2Equivalence : public ::testing::TestWithParam<std::tuple<TinyModel, i
 TEST_P(Zero2Equivalence, LossMatchesSingleAtEveryStep) {
   const auto [model, ranks, algorithm] = GetParam();
   const TrainingRun& reference = single_reference(model);
-  const TrainingRun run = train_tiny(model, ranks, "zero2",
-                                     {std::string("strategy.algorithm=") + algorithm, "strategy.bucket_mb=0.02"});
+  const TrainingRun run =
+      train_tiny(model, ranks, "zero2", {std::string("strategy.algorithm=") + algorithm, "strategy.bucket_mb=0.02"});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
   ASSERT_EQ(run.steps.size(), 20u);
   const double worst = max_relative_difference(run.losses(), reference.losses());
@@ -109,8 +109,10 @@ TEST(Zero2Resume, InterruptedThenResumedEqualsUninterruptedBitForBit) {
   const fs::path dir = scratch_dir("zero2-resume");
   const std::string config = tiny_cell(dir, TinyModel::Gpt2, "zero2", 12).string();
   const auto train = [&](const std::string& out, const std::string& extra) {
-    return run_command(mpirun(2, gradsweep_binary().string() + " train " + config + " --out " + (dir / out).string() +
-                                     " --set checkpoint.every=4 --set strategy.bucket_mb=0.05" + extra, "", 120));
+    return run_command(mpirun(2,
+                              gradsweep_binary().string() + " train " + config + " --out " + (dir / out).string() +
+                                  " --set checkpoint.every=4 --set strategy.bucket_mb=0.05" + extra,
+                              "", 120));
   };
   const auto losses = [&](const std::string& out) {
     std::vector<double> values;

@@ -119,7 +119,7 @@ class RankHub {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::pair<int, std::uint64_t>, std::shared_ptr<PendingCollective>> open_;  // (channel, number)
-  std::vector<std::array<std::uint64_t, 2>> next_;                                   // per rank, per channel
+  std::vector<std::array<std::uint64_t, 2>> next_;                                    // per rank, per channel
   std::vector<std::deque<Message>> mailboxes_;                                        // per receiving rank
   std::vector<std::optional<Waiter>> waiting_;                                        // per rank
   std::vector<bool> finished_;

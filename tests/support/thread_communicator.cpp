@@ -348,8 +348,8 @@ void ThreadCommunicator::check_peer(int peer, const std::string& call, const cha
 // Open MPI's MPI_TAG_UB is INT_MAX, so only a negative tag is out of range.
 void ThreadCommunicator::check_tag(int tag, const std::string& call) const {
   if (tag < 0)
-    throw std::invalid_argument(call + ": tag " + std::to_string(tag) + " out of range [0, " +
-                                std::to_string(INT_MAX) + "]");
+    throw std::invalid_argument(call + ": tag " + std::to_string(tag) + " out of range [0, " + std::to_string(INT_MAX) +
+                                "]");
 }
 
 void ThreadCommunicator::require(sdk::CommFeatures feature, const std::string& call) const {

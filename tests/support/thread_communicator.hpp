@@ -26,8 +26,8 @@
 
 namespace gradsweep::test {
 
-inline constexpr sdk::CommFeatures kAllCommFeatures = sdk::kPointToPoint | sdk::kRecvAny | sdk::kRingAlgorithm |
-                                                      sdk::kHierarchicalAlgorithm | sdk::kAsyncCollectives;
+inline constexpr sdk::CommFeatures kAllCommFeatures =
+    sdk::kPointToPoint | sdk::kRecvAny | sdk::kRingAlgorithm | sdk::kHierarchicalAlgorithm | sdk::kAsyncCollectives;
 
 struct RanksOptions {
   // Ranks per node, for local_rank() and local_size(): 0 puts every rank on one node.

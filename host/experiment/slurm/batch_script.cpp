@@ -129,9 +129,10 @@ std::string array_range(std::size_t tasks, int max_concurrent) {
 }
 
 std::string task_command_line(const BatchArray& array, const fs::path& cell_dir) {
-  std::vector<std::string> words = {array.gradsweep_binary.string(), "train", (cell_dir / "cell.yaml").string(), "--out",
-                                    cell_dir.string()};
-  if (array.threads_per_rank > 0) words.insert(words.end(), {"--set", "runtime.threads=" + std::to_string(array.threads_per_rank)});
+  std::vector<std::string> words = {array.gradsweep_binary.string(), "train", (cell_dir / "cell.yaml").string(),
+                                    "--out", cell_dir.string()};
+  if (array.threads_per_rank > 0)
+    words.insert(words.end(), {"--set", "runtime.threads=" + std::to_string(array.threads_per_rank)});
   return "srun --mpi=pmix --kill-on-bad-exit=1 " + shell_join(words);
 }
 
@@ -168,7 +169,8 @@ std::string batch_script_text(const BatchArray& a) {
       check_slurm_name(*value, (std::string("launcher.slurm.") + key).c_str());
       out << "#SBATCH --" << key << "=" << *value << "\n";
     }
-  if (!s.constraint.empty()) out << "#SBATCH --constraint=" << sbatch_quoted(s.constraint, "launcher.slurm.constraint") << "\n";
+  if (!s.constraint.empty())
+    out << "#SBATCH --constraint=" << sbatch_quoted(s.constraint, "launcher.slurm.constraint") << "\n";
   out << "#SBATCH --requeue\n"
       << "#SBATCH --open-mode=append\n"
       << "#SBATCH --output=" << log_pattern(a) << "\n"

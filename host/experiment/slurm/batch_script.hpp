@@ -8,9 +8,9 @@
 // (`gradsweep cell-provenance`, on the compute node), runs
 //   srun --mpi=pmix <gradsweep> train <cell dir>/cell.yaml --out <cell dir> [--set runtime.threads=N]
 // (appending to the cell's launcher.log), records the end time in provenance.json and writes the cell's
-// status.json from srun's exit code and summary.json. A requeued task runs the same line again, and `gradsweep train` resumes from the cell's
-// checkpoint. A task that Slurm kills (scancel, time limit) never reaches the end of the script: the
-// launcher following the array fills in its status from Slurm's accounting (slurm_launcher.hpp).
+// status.json from srun's exit code and summary.json. A requeued task runs the same line again, and `gradsweep train`
+// resumes from the cell's checkpoint. A task that Slurm kills (scancel, time limit) never reaches the end of the
+// script: the launcher following the array fills in its status from Slurm's accounting (slurm_launcher.hpp).
 //
 // No value from the experiment file is pasted into the script unchecked (shell_quote.hpp): names and
 // numbers are validated, paths are single-quoted, and the cells file is read as data (read -r, "$var").
@@ -24,22 +24,22 @@ namespace gradsweep::experiment::slurm {
 
 // One array task: the cell it trains.
 struct ArrayTask {
-  std::string cell_id;          // plain token: directory name under DIR/cells
-  std::string config_hash;      // plain token: written to status.json
+  std::string cell_id;      // plain token: directory name under DIR/cells
+  std::string config_hash;  // plain token: written to status.json
   std::filesystem::path cell_dir;
 };
 
 // What all tasks of the array share: the resource shape and the sbatch settings.
 struct BatchArray {
-  std::string name;                       // plain token: file names and --job-name=gradsweep-<name>
+  std::string name;  // plain token: file names and --job-name=gradsweep-<name>
   int nodes = 1;
-  int ranks_per_node = 1;                 // --ntasks-per-node
-  int gpus_per_node = 0;                  // 0 = no --gpus-per-node line
-  int threads_per_rank = 0;               // 0 = SLURM_CPUS_PER_TASK when set, else `gradsweep train` decides
-  std::string time_limit;                 // "" = no --time line (the partition's default)
-  SlurmSettings settings;                 // partition, account, qos, constraint, cpus, extra, max_concurrent
-  std::filesystem::path gradsweep_binary; // absolute
-  std::filesystem::path script_dir;       // DIR/slurm: the script, the cells file and the array's logs
+  int ranks_per_node = 1;                  // --ntasks-per-node
+  int gpus_per_node = 0;                   // 0 = no --gpus-per-node line
+  int threads_per_rank = 0;                // 0 = SLURM_CPUS_PER_TASK when set, else `gradsweep train` decides
+  std::string time_limit;                  // "" = no --time line (the partition's default)
+  SlurmSettings settings;                  // partition, account, qos, constraint, cpus, extra, max_concurrent
+  std::filesystem::path gradsweep_binary;  // absolute
+  std::filesystem::path script_dir;        // DIR/slurm: the script, the cells file and the array's logs
   std::vector<ArrayTask> tasks;
 
   std::filesystem::path script_file() const { return script_dir / (name + ".sbatch"); }

@@ -25,8 +25,8 @@ std::string array_of(const std::string& job) { return job.substr(0, job.find('_'
 
 // A task Slurm still holds: pending (also requeued, held, suspended: it does not run now) or running.
 CellStatus as_queued(CellStatus shown, const TaskState& t) {
-  static const std::set<std::string> kNotRunning = {"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD",
-                                                    "SUSPENDED", "STOPPED"};
+  static const std::set<std::string> kNotRunning = {"PENDING",      "REQUEUED",  "REQUEUE_FED",
+                                                    "REQUEUE_HOLD", "SUSPENDED", "STOPPED"};
   shown.state = kNotRunning.count(t.state) > 0 ? CellState::Pending : CellState::Running;
   shown.reason = "Slurm job " + t.job + ": " + t.state + (t.reason.empty() ? "" : " (" + t.reason + ")");
   return shown;
@@ -88,7 +88,8 @@ QueueStatus ask_slurm_about(const std::vector<PlannedCell>& cells) {
       if (!result.problem.empty()) continue;  // Slurm could not be asked: not known to have ended
       CellStatus lost = now;
       lost.state = CellState::Failed;
-      lost.reason = "job " + job + " is no longer in Slurm's queue and Slurm has no record of how it ended "
+      lost.reason = "job " + job +
+                    " is no longer in Slurm's queue and Slurm has no record of how it ended "
                     "(status.json left as it is; the next `gradsweep run` submits the cell again)";
       result.cells[w.cell->id] = lost;
       continue;

@@ -23,7 +23,7 @@ namespace gradsweep::experiment::slurm {
 
 struct QueueStatus {
   std::map<std::string, CellStatus> cells;  // cell id -> its state now, for the cells Slurm was asked about
-  std::string problem;                      // why Slurm could not be asked (not installed, controller down); "" if it answered
+  std::string problem;  // why Slurm could not be asked (not installed, controller down); "" if it answered
 };
 
 // Asks nothing (and returns no cells) when no cell waits on Slurm.

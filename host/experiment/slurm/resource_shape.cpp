@@ -11,11 +11,10 @@ namespace {
 std::string shape_key(const PlannedCell& c) {
   const SlurmSettings& s = c.slurm;
   std::string key = std::to_string(c.nodes) + '\x1f' + std::to_string(c.ranks_per_node) + '\x1f' +
-                    std::to_string(c.threads_per_rank) + '\x1f' +
-                    std::to_string(c.gpus_per_node) + '\x1f' + c.time_limit + '\x1f' + s.partition + '\x1f' +
-                    s.account + '\x1f' + s.time + '\x1f' + s.qos + '\x1f' + s.constraint + '\x1f' +
-                    std::to_string(s.gpus_per_node) + '\x1f' + std::to_string(s.cpus_per_task) + '\x1f' +
-                    std::to_string(s.max_concurrent);
+                    std::to_string(c.threads_per_rank) + '\x1f' + std::to_string(c.gpus_per_node) + '\x1f' +
+                    c.time_limit + '\x1f' + s.partition + '\x1f' + s.account + '\x1f' + s.time + '\x1f' + s.qos +
+                    '\x1f' + s.constraint + '\x1f' + std::to_string(s.gpus_per_node) + '\x1f' +
+                    std::to_string(s.cpus_per_task) + '\x1f' + std::to_string(s.max_concurrent);
   for (const auto& e : s.extra) key += '\x1f' + e;
   return key;
 }

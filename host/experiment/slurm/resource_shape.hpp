@@ -11,8 +11,8 @@
 namespace gradsweep::experiment::slurm {
 
 struct ShapeGroup {
-  std::string name;                      // "n2x4" / "n1x1-g1-t01h00m00s": readable, a plain token
-  std::vector<const PlannedCell*> cells; // in plan order
+  std::string name;                       // "n2x4" / "n1x1-g1-t01h00m00s": readable, a plain token
+  std::vector<const PlannedCell*> cells;  // in plan order
 };
 
 // Groups `cells` by shape, groups in order of first appearance, cells in plan order within a group.

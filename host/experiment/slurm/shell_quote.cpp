@@ -27,10 +27,14 @@ bool digit_fields(std::string_view s, int max_fields) {
 std::string printable(std::string_view value) {
   std::string out;
   for (unsigned char c : value) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\0') out += "\\0";
-    else out += static_cast<char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\0')
+      out += "\\0";
+    else
+      out += static_cast<char>(c);
   }
   return out;
 }
@@ -40,8 +44,10 @@ std::string printable(std::string_view value) {
 std::string shell_quote(std::string_view value) {
   std::string out = "'";
   for (char c : value) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   out += '\'';
   return out;

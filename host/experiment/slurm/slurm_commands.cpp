@@ -138,7 +138,8 @@ void require_slurm_tool(const std::string& tool) {
     const fs::path candidate = fs::path(dir.empty() ? "." : dir) / tool;
     if (::access(candidate.c_str(), X_OK) == 0) return;
   }
-  throw SlurmError(tool + " not found on PATH: the Slurm launcher needs the Slurm client commands "
+  throw SlurmError(tool +
+                   " not found on PATH: the Slurm launcher needs the Slurm client commands "
                    "(Debian: apt-get install slurm-client), or use --launcher local");
 }
 
@@ -209,12 +210,18 @@ std::vector<TaskState> parse_scontrol(const std::string& text) {
       const auto eq = word.find('=');
       if (eq == std::string::npos) continue;
       const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
-      if (key == "JobId") job_id = value;
-      else if (key == "ArrayJobId") array_job = value;
-      else if (key == "ArrayTaskId") array_task = value;
-      else if (key == "JobState") t.state = value;
-      else if (key == "Reason" && value != "None") t.reason = value;
-      else if (key == "ExitCode") t.exit_code = value;
+      if (key == "JobId")
+        job_id = value;
+      else if (key == "ArrayJobId")
+        array_job = value;
+      else if (key == "ArrayTaskId")
+        array_task = value;
+      else if (key == "JobState")
+        t.state = value;
+      else if (key == "Reason" && value != "None")
+        t.reason = value;
+      else if (key == "ExitCode")
+        t.exit_code = value;
     }
     if (job_id.empty()) continue;
     t.job = array_job.empty() ? job_id : array_job + "_" + array_task;
@@ -226,7 +233,8 @@ std::vector<TaskState> parse_scontrol(const std::string& text) {
 
 std::vector<TaskState> ended_tasks(const std::string& array_job) {
   require_slurm_tool("sacct");
-  const std::vector<std::string> sacct = {"sacct", "-n", "-P", "-X", "-j", array_job, "-o", "JobID,State,ExitCode,Reason"};
+  const std::vector<std::string> sacct = {"sacct", "-n",      "-P", "-X",
+                                          "-j",    array_job, "-o", "JobID,State,ExitCode,Reason"};
   const ProgramOutput r = run_program(sacct);
   if (r.exit_code == 0 && r.err.find("accounting storage is disabled") == std::string::npos) return parse_sacct(r.out);
   // No accounting database: the controller still knows jobs that ended less than MinJobAge ago.

@@ -16,7 +16,7 @@ class SlurmError : public std::runtime_error {
 };
 
 struct ProgramOutput {
-  int exit_code = -1;      // 127: not found; 128+N: killed by signal N
+  int exit_code = -1;  // 127: not found; 128+N: killed by signal N
   std::string out, err;
 };
 
@@ -31,12 +31,12 @@ std::string sbatch_submit(const std::string& script);
 
 // One array task as squeue or the accounting sees it.
 struct TaskState {
-  std::string job;         // "1234_5"
-  std::string array_job;   // "1234"
-  int task = -1;           // 5; -1 when the line is not an array task
-  std::string state;       // PENDING, RUNNING, COMPLETING, COMPLETED, CANCELLED, TIMEOUT, FAILED, ...
-  std::string reason;      // squeue's reason, or accounting's ("None" dropped)
-  std::string exit_code;   // accounting only: "rc:signal", e.g. "0:15"
+  std::string job;        // "1234_5"
+  std::string array_job;  // "1234"
+  int task = -1;          // 5; -1 when the line is not an array task
+  std::string state;      // PENDING, RUNNING, COMPLETING, COMPLETED, CANCELLED, TIMEOUT, FAILED, ...
+  std::string reason;     // squeue's reason, or accounting's ("None" dropped)
+  std::string exit_code;  // accounting only: "rc:signal", e.g. "0:15"
 };
 
 // The tasks of `array_jobs` still in the queue (pending, running, completing, requeued), one per task
@@ -51,8 +51,8 @@ std::vector<TaskState> ended_tasks(const std::string& array_job);
 void scancel(const std::vector<std::string>& jobs);
 
 // The parsers, for tests.
-std::vector<TaskState> parse_squeue(const std::string& text);     // "%i|%T|%r" lines
-std::vector<TaskState> parse_sacct(const std::string& text);      // -P JobID,State,ExitCode,Reason lines
-std::vector<TaskState> parse_scontrol(const std::string& text);   // `scontrol -o show job` lines
+std::vector<TaskState> parse_squeue(const std::string& text);    // "%i|%T|%r" lines
+std::vector<TaskState> parse_sacct(const std::string& text);     // -P JobID,State,ExitCode,Reason lines
+std::vector<TaskState> parse_scontrol(const std::string& text);  // `scontrol -o show job` lines
 
 }  // namespace gradsweep::experiment::slurm

@@ -28,8 +28,8 @@ namespace {
 // One cell handed to Slurm, followed until it has an outcome.
 struct Tracked {
   const PlannedCell* cell;
-  std::string array_job;   // "1234"
-  std::string job;         // "1234_5"
+  std::string array_job;  // "1234"
+  std::string job;        // "1234_5"
   bool started = false;
   bool finished = false;
   int polls_unaccounted = 0;  // polls since it left the queue with neither a status nor a Slurm record
@@ -71,8 +71,8 @@ BatchArray make_array(const ShapeGroup& group, const std::string& stamp, const f
 void record_submission(const fs::path& script_dir, const std::string& array_job, const BatchArray& a) {
   nlohmann::json cells = nlohmann::json::array();
   for (const ArrayTask& t : a.tasks) cells.push_back(t.cell_id);
-  const nlohmann::json line{{"job", array_job}, {"script", a.script_file().string()}, {"cells", cells},
-                            {"submitted", utc_now_iso8601()}};
+  const nlohmann::json line{
+      {"job", array_job}, {"script", a.script_file().string()}, {"cells", cells}, {"submitted", utc_now_iso8601()}};
   std::ofstream(script_dir / "jobs.jsonl", std::ios::app) << line.dump() << "\n";
 }
 
@@ -177,8 +177,8 @@ class SlurmLauncher final : public Launcher {
     std::vector<Tracked> tracked;
     if (dry_run) {
       for (const BatchArray& a : arrays)
-        out() << "dry run: " << a.tasks.size() << " cell(s) in " << a.script_file().string()
-              << " (submit with: sbatch " << shell_quote(a.script_file().string()) << ")\n";
+        out() << "dry run: " << a.tasks.size() << " cell(s) in " << a.script_file().string() << " (submit with: sbatch "
+              << shell_quote(a.script_file().string()) << ")\n";
       return tracked;
     }
     require_slurm_tool("sbatch");
@@ -239,8 +239,10 @@ class SlurmLauncher final : public Launcher {
         const auto q = queued.find(t.job);
         if (q != queued.end() && is_active_state(q->second.state)) {
           if (q->second.state != "RUNNING") continue;
-          if (!t.started) progress.cell_started(*t.cell);
-          else progress.cell_running(*t.cell);
+          if (!t.started)
+            progress.cell_started(*t.cell);
+          else
+            progress.cell_running(*t.cell);
           t.started = true;
           continue;
         }
@@ -257,7 +259,8 @@ class SlurmLauncher final : public Launcher {
           if (e.job == t.job) record = e;
         if (record && is_active_state(record->state)) continue;  // requeued between the two calls
         const CellStatus written = read_cell_status(t.cell->dir);
-        const bool script_wrote = written.job == t.job && (written.state == CellState::Ok || written.state == CellState::Failed);
+        const bool script_wrote =
+            written.job == t.job && (written.state == CellState::Ok || written.state == CellState::Failed);
         if (!script_wrote && !record && ++t.polls_unaccounted < kPollsBeforeLost) continue;
         const CellStatus status = task_outcome(t.cell->dir, t.cell->config_hash, t.job, written, record);
         write_cell_status(t.cell->dir, status);

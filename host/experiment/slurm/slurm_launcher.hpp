@@ -22,9 +22,9 @@
 namespace gradsweep::experiment {
 
 struct SlurmLauncherOptions {
-  std::filesystem::path out_dir;                   // DIR: scripts and Slurm's logs go to DIR/slurm
-  std::chrono::milliseconds poll_interval{2000};   // between two squeue calls while following
-  std::ostream* messages = nullptr;                // "submitted job array ..." lines; nullptr = std::cout
+  std::filesystem::path out_dir;                  // DIR: scripts and Slurm's logs go to DIR/slurm
+  std::chrono::milliseconds poll_interval{2000};  // between two squeue calls while following
+  std::ostream* messages = nullptr;               // "submitted job array ..." lines; nullptr = std::cout
 };
 
 // Options: dry_run writes the scripts and cells files and submits nothing; wait = false submits and

@@ -66,9 +66,9 @@ int exit_code_of(const std::string& slurm_exit) {
 }  // namespace
 
 bool is_active_state(const std::string& state) {
-  static const std::set<std::string> kActive = {"PENDING",   "RUNNING",    "COMPLETING", "CONFIGURING", "REQUEUED",
-                                                "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SUSPENDED",  "STAGE_OUT",
-                                                "SIGNALING", "STOPPED"};
+  static const std::set<std::string> kActive = {"PENDING",   "RUNNING",     "COMPLETING",   "CONFIGURING",
+                                                "REQUEUED",  "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING",
+                                                "SUSPENDED", "STAGE_OUT",   "SIGNALING",    "STOPPED"};
   return kActive.count(state) > 0;
 }
 
@@ -87,14 +87,13 @@ CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string
   }
   // Slurm's killing a task also ends srun with an error, and the script may still write "failed" before it
   // is killed itself: a cancel or a time limit in Slurm's record outranks the script's word.
-  const bool killed_by_slurm =
-      slurm && (slurm->state == "CANCELLED" || slurm->state == "PREEMPTED" || slurm->state == "TIMEOUT" ||
-                slurm->state == "DEADLINE");
+  const bool killed_by_slurm = slurm && (slurm->state == "CANCELLED" || slurm->state == "PREEMPTED" ||
+                                         slurm->state == "TIMEOUT" || slurm->state == "DEADLINE");
   if (script_finished && !killed_by_slurm) {  // srun returned non-zero: the ranks' logs say why
     status.state = CellState::Failed;
     status.exit_code = written.exit_code;
-    status.reason = with_log_error("srun exited with code " + std::to_string(written.exit_code) + " in job " + job,
-                                   cell_dir);
+    status.reason =
+        with_log_error("srun exited with code " + std::to_string(written.exit_code) + " in job " + job, cell_dir);
     status.failure = classify_failure(cell_dir, written.exit_code);  // as for local cells: hang, killed, mismatch
     return status;
   }
@@ -107,8 +106,8 @@ CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string
   const std::string& s = slurm->state;
   if (s == "CANCELLED" || s == "PREEMPTED") {
     status.state = CellState::Interrupted;
-    status.reason = "job " + job + " was cancelled (" + describe(*slurm) +
-                    "); the next run resumes it from its checkpoint";
+    status.reason =
+        "job " + job + " was cancelled (" + describe(*slurm) + "); the next run resumes it from its checkpoint";
   } else if (s == "TIMEOUT" || s == "DEADLINE") {
     status.state = CellState::Timeout;
     status.reason = "job " + job + " reached its time limit (" + describe(*slurm) +

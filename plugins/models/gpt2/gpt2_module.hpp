@@ -26,7 +26,7 @@ class Gpt2Impl : public torch::nn::Module {
 
   torch::nn::Embedding wte{nullptr};  // (V,C): input embedding and, transposed, the output projection
   torch::nn::Embedding wpe{nullptr};  // (block_size,C)
-  torch::nn::ModuleList h{nullptr};  // n_layer Blocks
+  torch::nn::ModuleList h{nullptr};   // n_layer Blocks
   torch::nn::LayerNorm ln_f{nullptr};
 
  private:

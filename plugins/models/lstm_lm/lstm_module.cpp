@@ -28,9 +28,10 @@ LstmLmImpl::LstmLmImpl(const LstmConfig& config)
   // Registration order is the parameter order every rank reports: embedding, lstm (layer by layer:
   // weight_ih, weight_hh, bias_ih, bias_hh), output.
   embedding = register_module("embedding", torch::nn::Embedding(config.vocab_size, config.emb_dim));
-  lstm = register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(config.emb_dim, config.hidden_dim)
-                                                     .num_layers(config.n_layer)
-                                                     .batch_first(true)));
+  lstm = register_module(
+      "lstm",
+      torch::nn::LSTM(
+          torch::nn::LSTMOptions(config.emb_dim, config.hidden_dim).num_layers(config.n_layer).batch_first(true)));
   output = register_module("output", OutputLayer(config.vocab_size, config.hidden_dim, !config.tie_weights));
 
   torch::NoGradGuard no_grad;

@@ -46,7 +46,7 @@ class LstmLmImpl : public torch::nn::Module {
   torch::Tensor output_weight() const;
 
   torch::nn::Embedding embedding{nullptr};  // (V,E)
-  torch::nn::LSTM lstm{nullptr};  // n_layer layers, without LibTorch's own dropout
+  torch::nn::LSTM lstm{nullptr};            // n_layer layers, without LibTorch's own dropout
   OutputLayer output{nullptr};
 
  private:

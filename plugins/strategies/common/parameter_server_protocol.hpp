@@ -34,7 +34,7 @@ struct PullHeader {
   std::int64_t version = 0;  // updates the server has applied, this one included
   bool applied = true;       // false: the update was skipped (gradient overflow)
   double grad_norm = 0.0;
-  double loss_scale = 1.0;   // the workers take the server's scale on
+  double loss_scale = 1.0;  // the workers take the server's scale on
 };
 
 class ParameterServerProtocol {

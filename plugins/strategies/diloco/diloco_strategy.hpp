@@ -29,8 +29,7 @@ inline constexpr std::array<sdk::OptionDecl, 5> kDilocoOptions{{
     {"outer_momentum", sdk::OptionType::Float, "0.9", "outer SGD momentum, in [0, 1) (the paper's 0.9)"},
     {"nesterov", sdk::OptionType::Bool, "true", "Nesterov momentum for the outer step (the paper's choice)"},
     {"algorithm", sdk::OptionType::String, "ring",
-     "allreduce of the parameters: ring (gradsweep's), hierarchical, or native (the backend's)",
-     kAlgorithmChoices},
+     "allreduce of the parameters: ring (gradsweep's), hierarchical, or native (the backend's)", kAlgorithmChoices},
 }};
 
 class DilocoStrategy final : public sdk::Strategy {
@@ -58,8 +57,8 @@ class DilocoStrategy final : public sdk::Strategy {
   OuterOptimizer outer_;
   sdk::LocalOptimizer inner_;
   FlatLayout layout_;
-  torch::Tensor global_;  // the parameters every rank started this round from
-  torch::Tensor local_;   // this rank's parameters after its inner steps so far
+  torch::Tensor global_;         // the parameters every rank started this round from
+  torch::Tensor local_;          // this rank's parameters after its inner steps so far
   std::int64_t round_step_ = 0;  // inner steps taken in the current round
 };
 

@@ -57,12 +57,12 @@ class DpsStrategy : public sdk::Strategy {
   std::vector<torch::Tensor> params_;
   sdk::OptimizerSpec spec_;
   FlatLayout layout_;
-  std::int64_t shard_ = 0;       // elements per rank (the flat vector is padded to N shards)
+  std::int64_t shard_ = 0;  // elements per rank (the flat vector is padded to N shards)
   std::int64_t shard_begin_ = 0;
-  torch::Tensor grads_;          // N shards of gradients, in the wire dtype
-  torch::Tensor grad_shard_;     // this rank's summed shard, wire dtype
-  torch::Tensor master_grad_;    // the same in float32, unscaled and averaged: the slices' .grad view it
-  torch::Tensor gathered_;       // N shards of parameters, float32
+  torch::Tensor grads_;        // N shards of gradients, in the wire dtype
+  torch::Tensor grad_shard_;   // this rank's summed shard, wire dtype
+  torch::Tensor master_grad_;  // the same in float32, unscaled and averaged: the slices' .grad view it
+  torch::Tensor gathered_;     // N shards of parameters, float32
   std::vector<OwnedSlice> owned_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::int64_t step_ = 0;

@@ -33,8 +33,9 @@ FsdpStrategy::FsdpStrategy(const sdk::PluginContext& context)
 void FsdpStrategy::on_setup(const sdk::StrategySetup& setup) {
   spec_ = setup.optimizer;
   if (setup.units.empty())
-    context().log.warn("the model declares no units, so it runs as one unit: sharded at rest, the whole model "
-                       "gathered for each forward and backward (peak parameter memory = the model plus 1/N of it)");
+    context().log.warn(
+        "the model declares no units, so it runs as one unit: sharded at rest, the whole model "
+        "gathered for each forward and backward (peak parameter memory = the model plus 1/N of it)");
   auto groups = group_parameters(setup);
   has_root_ = !groups.back().empty();
   if (!has_root_) groups.pop_back();

@@ -81,7 +81,7 @@ class PowerSgdCompressor {
   PowerSgdSettings settings_;
   FlatLayout layout_;
   std::vector<Matrix> matrices_;
-  std::vector<std::int64_t> matrix_of_;   // parameter -> index in matrices_, or -1
+  std::vector<std::int64_t> matrix_of_;    // parameter -> index in matrices_, or -1
   std::vector<std::size_t> uncompressed_;  // parameters copied whole into dense_
   torch::Tensor p_, q_, dense_, error_;
   bool started_ = false;

@@ -13,8 +13,8 @@ namespace {
 std::int64_t at_least(const sdk::Options& options, const std::string& key, std::int64_t minimum) {
   const std::int64_t value = options.integer(key);
   if (value < minimum)
-    throw sdk::Error("strategy 'powersgd': " + key + " is " + std::to_string(value) + " but must be >= " +
-                     std::to_string(minimum));
+    throw sdk::Error("strategy 'powersgd': " + key + " is " + std::to_string(value) +
+                     " but must be >= " + std::to_string(minimum));
   return value;
 }
 

@@ -2,7 +2,6 @@
 
 #include <torch/torch.h>
 
-
 namespace gradsweep::strategies {
 void PsStrategy::check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name) {
   const sdk::Options& options = *facts.options;

@@ -57,8 +57,7 @@ sdk::StepResult RingStrategy::on_update(const sdk::StepContext& step) {
   if (amp_.enabled())
     for (const Bucket& b : buckets_->buckets()) overflow = overflow || MixedPrecision::has_overflow(b.buffer);
   const double scale = amp_.loss_scale();
-  if (amp_.enabled() && !amp_.finish_step(overflow, step.step, context().log, context().metrics))
-    return {false, 0.0};
+  if (amp_.enabled() && !amp_.finish_step(overflow, step.step, context().log, context().metrics)) return {false, 0.0};
   // Average over ranks and undo the loss scale in one multiply, back into each parameter's float32 grad.
   const double factor = 1.0 / (static_cast<double>(comm_.size()) * scale);
   for (Bucket& b : buckets_->buckets()) {

@@ -36,8 +36,7 @@ inline constexpr std::array<sdk::OptionDecl, 4> kRingOptions{{
 class RingStrategy : public sdk::Strategy {
  public:
   // In float32; the -amp variant is not exact (strategy_variants.hpp).
-  static constexpr auto kCapabilities =
-      sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kAsyncCollectives);
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kAsyncCollectives);
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name) {
     check_algorithm_plan(facts, answer, name);
   }

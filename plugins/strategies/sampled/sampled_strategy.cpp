@@ -34,8 +34,8 @@ void SampledStrategy::check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& a
   const std::int64_t k = options.integer("negatives");
   if (facts.model != nullptr && (k < 0 || k > facts.model->vocab_size)) {
     answer.about = "negatives";
-    answer.refusal = "strategy '" + kName + "': negatives " + std::to_string(k) +
-                     " must be in [0, vocab_size " + std::to_string(facts.model->vocab_size) + "]";
+    answer.refusal = "strategy '" + kName + "': negatives " + std::to_string(k) + " must be in [0, vocab_size " +
+                     std::to_string(facts.model->vocab_size) + "]";
     return;
   }
   const bool ps = options.text("transport") == "ps", async = options.text("mode") == "async";
@@ -45,8 +45,8 @@ void SampledStrategy::check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& a
   }
   if (async && (facts.backend_features & sdk::kRecvAny) == 0) {
     answer.about = "mode";
-    answer.refusal = "strategy '" + kName + "': transport ps in mode async needs recv_any, which the " +
-                     facts.backend + " backend does not offer; use runtime.comm: mpi";
+    answer.refusal = "strategy '" + kName + "': transport ps in mode async needs recv_any, which the " + facts.backend +
+                     " backend does not offer; use runtime.comm: mpi";
     return;
   }
   if (async) answer.capabilities = answer.capabilities.agreeing(false);
@@ -73,7 +73,8 @@ void SampledStrategy::on_setup(const sdk::StrategySetup& setup) {
     weights = torch::ones({vocab_size_}, torch::kDouble);
   } else {
     if (!setup.token_counts.defined() || setup.token_counts.numel() != vocab_size_)
-      throw sdk::Error("strategy '" + kName + "': distribution unigram needs the training shard's token counts, "
+      throw sdk::Error("strategy '" + kName +
+                       "': distribution unigram needs the training shard's token counts, "
                        "which this host did not pass (SDK 1.2 hosts do)");
     weights = VocabularySampler::unigram_weights(setup.token_counts, context().options.number("alpha"));
   }

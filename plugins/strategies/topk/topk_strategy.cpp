@@ -31,9 +31,12 @@ void TopkStrategy::on_setup(const sdk::StrategySetup& setup) {
   optimizer_.setup(unclipped);
   const sdk::OptimizerSpec& spec = setup.optimizer;
   if (momentum_ > 0.0 && (spec.kind != sdk::OptimizerSpec::Kind::SGD || spec.momentum != 0.0))
-    context().log.warn("momentum correction (momentum " + number_text(momentum_) + ") assumes plain SGD as the optimizer, but "
-                       "the experiment's is " + (spec.kind == sdk::OptimizerSpec::Kind::SGD ? "SGD with momentum " +
-                       number_text(spec.momentum) + " (momentum applied twice)" : std::string("AdamW")) +
+    context().log.warn("momentum correction (momentum " + number_text(momentum_) +
+                       ") assumes plain SGD as the optimizer, but "
+                       "the experiment's is " +
+                       (spec.kind == sdk::OptimizerSpec::Kind::SGD
+                            ? "SGD with momentum " + number_text(spec.momentum) + " (momentum applied twice)"
+                            : std::string("AdamW")) +
                        "; set train.optimizer sgd and train.momentum 0, or strategy.momentum 0");
   compressor_.emplace(optimizer_.params(), ratio_percent_, momentum_);
   const auto options = optimizer_.params().front().options();
@@ -43,9 +46,9 @@ void TopkStrategy::on_setup(const sdk::StrategySetup& setup) {
   indices_ = torch::zeros({k}, options.dtype(torch::kInt));
   all_values_ = torch::zeros({k * ranks}, options);
   all_indices_ = torch::zeros({k * ranks}, options.dtype(torch::kInt));
-  context().log.info(std::to_string(k) + " of " + std::to_string(flat_.numel()) +
-                     " gradient elements sent per step (" + number_text(ratio_percent_) +
-                     "% of each tensor, at least one) from step " + std::to_string(warmup_steps_));
+  context().log.info(std::to_string(k) + " of " + std::to_string(flat_.numel()) + " gradient elements sent per step (" +
+                     number_text(ratio_percent_) + "% of each tensor, at least one) from step " +
+                     std::to_string(warmup_steps_));
   context().metrics.record("selected_elements", static_cast<double>(k));
 }
 

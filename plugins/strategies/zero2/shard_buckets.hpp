@@ -30,9 +30,9 @@ struct ShardBucket {
 // The part of one parameter that falls in this rank's piece of its bucket.
 struct OwnedSlice {
   std::size_t bucket;
-  std::size_t param;            // model parameter index
-  std::int64_t param_offset;    // first element within the flattened parameter
-  std::int64_t shard_offset;    // first element within this rank's shard of the model
+  std::size_t param;          // model parameter index
+  std::int64_t param_offset;  // first element within the flattened parameter
+  std::int64_t shard_offset;  // first element within this rank's shard of the model
   std::int64_t numel;
 };
 

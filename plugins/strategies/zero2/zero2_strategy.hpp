@@ -68,11 +68,11 @@ class Zero2Strategy : public sdk::Strategy {
   std::vector<torch::Tensor> params_;
   sdk::OptimizerSpec spec_;
   std::optional<ShardBuckets> buckets_;
-  std::vector<char> packed_;        // parameter -> packed this step
+  std::vector<char> packed_;  // parameter -> packed this step
   std::size_t next_launch_ = 0;
-  std::deque<std::size_t> in_flight_;  // buckets being reduce-scattered, oldest first
-  torch::Tensor grad_shard_;        // this rank's pieces of every bucket, summed over ranks (wire dtype)
-  torch::Tensor master_grad_;       // the same in float32, averaged (and unscaled): the slices' .grad view it
+  std::deque<std::size_t> in_flight_;        // buckets being reduce-scattered, oldest first
+  torch::Tensor grad_shard_;                 // this rank's pieces of every bucket, summed over ranks (wire dtype)
+  torch::Tensor master_grad_;                // the same in float32, averaged (and unscaled): the slices' .grad view it
   std::vector<torch::Tensor> owned_values_;  // views of the parameters' storage, per ShardBuckets::owned()
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::int64_t bucket_bytes_live_ = 0, bucket_bytes_peak_ = 0;

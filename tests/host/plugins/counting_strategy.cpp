@@ -80,9 +80,18 @@ static_assert(offsetof(DescriptorOfSdk12, destroy) == offsetof(PluginDescriptor,
 static_assert(sizeof(DescriptorOfSdk12) < sizeof(PluginDescriptor));
 
 using Factory = gradsweep::sdk::detail::Factory<PluginKind::Strategy, CountingStrategy>;
-const DescriptorOfSdk12 descriptor{sizeof(DescriptorOfSdk12), 1, 2, PluginKind::Strategy, "counting_sdk_1_2", "1.0.0",
-                                   "test strategy built as SDK 1.2", gradsweep::sdk::detail::this_build(),
-                                   kOptions.data(), 0, &Factory::create, &Factory::destroy};
+const DescriptorOfSdk12 descriptor{sizeof(DescriptorOfSdk12),
+                                   1,
+                                   2,
+                                   PluginKind::Strategy,
+                                   "counting_sdk_1_2",
+                                   "1.0.0",
+                                   "test strategy built as SDK 1.2",
+                                   gradsweep::sdk::detail::this_build(),
+                                   kOptions.data(),
+                                   0,
+                                   &Factory::create,
+                                   &Factory::destroy};
 const PluginDescriptor* describe() { return reinterpret_cast<const PluginDescriptor*>(&descriptor); }
 
 }  // namespace

@@ -48,8 +48,8 @@ class BigramModel final : public gradsweep::sdk::Model {
 #ifdef GRADSWEEP_TEST_BIGRAM_ABI_MINOR
 // As a plugin built against an older SDK minor would describe itself: the host calls no newer method.
 GRADSWEEP_PLUGIN_WITH(gradsweep::sdk::PluginKind::Model, "bigram13", "1.0.0",
-                      "test model: bigram, as an SDK 1.3 plugin", BigramModel, kOptions, gradsweep::sdk::kAbiMajor, GRADSWEEP_TEST_BIGRAM_ABI_MINOR,
-                      gradsweep::sdk::detail::this_build())
+                      "test model: bigram, as an SDK 1.3 plugin", BigramModel, kOptions, gradsweep::sdk::kAbiMajor,
+                      GRADSWEEP_TEST_BIGRAM_ABI_MINOR, gradsweep::sdk::detail::this_build())
 #else
 GRADSWEEP_MODEL_PLUGIN("bigram", "1.0.0", "test model: a bigram table without output restriction", BigramModel,
                        kOptions)

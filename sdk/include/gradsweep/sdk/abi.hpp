@@ -99,7 +99,7 @@ namespace detail {
 
 // The fingerprint of the translation unit that includes this header: the plugin's, or the host's.
 inline constexpr BuildFingerprint this_build() {
-  return BuildFingerprint{TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, _GLIBCXX_USE_CXX11_ABI,
+  return BuildFingerprint{TORCH_VERSION_MAJOR,    TORCH_VERSION_MINOR,    _GLIBCXX_USE_CXX11_ABI,
                           GRADSWEEP_CUDA_VERSION, GRADSWEEP_NCCL_VERSION, GRADSWEEP_SDK_COMPILER};
 }
 }  // namespace detail

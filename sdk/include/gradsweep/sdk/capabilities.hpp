@@ -64,11 +64,11 @@ inline constexpr DeviceKinds kAnyDevice = kCpu | kCuda;
 struct StrategyCapabilities {
   std::uint32_t struct_size = sizeof(StrategyCapabilities);
   std::uint32_t min_ranks = 1;
-  std::uint32_t max_ranks = 0;      // 0 = any number; `single`: 1
-  bool synchronous_exact = false;   // reproduces `single` at the same global batch in fp32
-  bool restricts_vocabulary = false;  // overrides Strategy::step_vocabulary; only then does the trainer
-                                      // count the shard's tokens and ask it every step
-  bool ranks_agree = false;         // parameters are identical on every rank after each step
+  std::uint32_t max_ranks = 0;         // 0 = any number; `single`: 1
+  bool synchronous_exact = false;      // reproduces `single` at the same global batch in fp32
+  bool restricts_vocabulary = false;   // overrides Strategy::step_vocabulary; only then does the trainer
+                                       // count the shard's tokens and ask it every step
+  bool ranks_agree = false;            // parameters are identical on every rank after each step
   CommFeatures required_features = 0;  // needed whatever the options (option-dependent needs: check_plan)
   DeviceKinds devices = kAnyDevice;
 
@@ -111,11 +111,11 @@ struct PlanFacts {
   int world_size = 1;
   int nodes = 1;
   int ranks_per_node = 1;
-  const Options* options = nullptr;  // the strategy's options, validated and with defaults filled in
-  const ModelInfo* model = nullptr;  // the model as its plugin resolves it; nullptr when not known
-  const char* backend = "";          // "local", "mpi", "nccl"
+  const Options* options = nullptr;   // the strategy's options, validated and with defaults filled in
+  const ModelInfo* model = nullptr;   // the model as its plugin resolves it; nullptr when not known
+  const char* backend = "";           // "local", "mpi", "nccl"
   CommFeatures backend_features = 0;  // what that backend offers on world_size ranks
-  const char* device = "cpu";        // runtime.device: "cpu", "cuda", "cuda:1"
+  const char* device = "cpu";         // runtime.device: "cpu", "cuda", "cuda:1"
 };
 
 // What check_plan answers. `about` names what the refusal concerns, for the message's file:line:column:
@@ -124,7 +124,7 @@ struct PlanFacts {
 // ranks disagree); the trainer follows the narrowed restricts_vocabulary.
 struct PlanAnswer {
   std::uint32_t struct_size = sizeof(PlanAnswer);
-  std::string refusal;      // empty: the cell can run
+  std::string refusal;  // empty: the cell can run
   std::string about;
   int computing_ranks = 0;  // ranks the global batch is split over; 0 = all (a server that only serves: world - 1)
   StrategyCapabilities capabilities;

@@ -38,8 +38,8 @@ struct Batch {
   // and micro-batches (see sample_dropout.hpp). A 1.3 host fills them for every training micro-batch;
   // sample_ids is undefined in evaluation and from older hosts.
   torch::Tensor sample_ids{};  // (B,) int64 on the model's device: each sequence's index in the step's global batch
-  std::int64_t step = -1;    // the optimizer step the micro-batch belongs to
-  std::uint64_t seed = 0;    // train.seed
+  std::int64_t step = -1;      // the optimizer step the micro-batch belongs to
+  std::uint64_t seed = 0;      // train.seed
 };
 
 // Restricts the output softmax to some vocabulary rows (sampled softmax). Logits are computed only for

@@ -20,10 +20,8 @@ inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSp
                                                                const std::vector<torch::Tensor>& no_decay) {
   if (spec.kind == OptimizerSpec::Kind::AdamW) {
     auto with_decay = [&](double wd) {
-      return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(spec.lr)
-                                                              .betas({spec.beta1, spec.beta2})
-                                                              .eps(spec.eps)
-                                                              .weight_decay(wd));
+      return std::make_unique<torch::optim::AdamWOptions>(
+          torch::optim::AdamWOptions(spec.lr).betas({spec.beta1, spec.beta2}).eps(spec.eps).weight_decay(wd));
     };
     std::vector<torch::optim::OptimizerParamGroup> groups;
     if (!decay.empty()) groups.emplace_back(decay, with_decay(spec.weight_decay));

@@ -28,9 +28,16 @@
 
 namespace gradsweep::sdk::detail {
 
-template <PluginKind K> struct InterfaceOf;
-template <> struct InterfaceOf<PluginKind::Model> { using type = ModelAbi; };
-template <> struct InterfaceOf<PluginKind::Strategy> { using type = StrategyAbi; };
+template <PluginKind K>
+struct InterfaceOf;
+template <>
+struct InterfaceOf<PluginKind::Model> {
+  using type = ModelAbi;
+};
+template <>
+struct InterfaceOf<PluginKind::Strategy> {
+  using type = StrategyAbi;
+};
 
 // create/destroy for one class. The object is handed out as a pointer to its boundary interface, so the
 // host's cast back from void* is exact, and is deleted here, by the code that allocated it.
@@ -42,9 +49,7 @@ struct Factory {
     *status = guard([&] { object = new Class(*context); });
     return static_cast<void*>(object);
   }
-  static void destroy(void* object) noexcept {
-    delete static_cast<Class*>(static_cast<Interface*>(object));
-  }
+  static void destroy(void* object) noexcept { delete static_cast<Class*>(static_cast<Interface*>(object)); }
 };
 
 // What a class declares (capabilities.hpp), found by SFINAE so that a class declaring nothing still builds.
@@ -111,31 +116,31 @@ constexpr std::array<const char*, N> option_choices(const std::array<OptionDecl,
 
 // The general form: tests use it to build plugins with a deliberately wrong ABI version or fingerprint.
 #define GRADSWEEP_PLUGIN_WITH(KIND, NAME, VERSION, SUMMARY, CLASS, OPTIONS, ABI_MAJOR, ABI_MINOR, BUILD) \
-  namespace {                                                                                       \
-  using gradsweep_factory_ = ::gradsweep::sdk::detail::Factory<KIND, CLASS>;                        \
-  constexpr auto gradsweep_options_ = ::gradsweep::sdk::detail::option_specs(OPTIONS);              \
-  constexpr auto gradsweep_choices_ = ::gradsweep::sdk::detail::option_choices(OPTIONS);            \
-  const ::gradsweep::sdk::PluginDescriptor gradsweep_descriptor_{                                   \
-      sizeof(::gradsweep::sdk::PluginDescriptor),                                                   \
-      (ABI_MAJOR),                                                                                  \
-      (ABI_MINOR),                                                                                  \
-      (KIND),                                                                                       \
-      (NAME),                                                                                       \
-      (VERSION),                                                                                    \
-      (SUMMARY),                                                                                    \
-      (BUILD),                                                                                      \
-      gradsweep_options_.data(),                                                                    \
-      static_cast<std::uint32_t>(gradsweep_options_.size()),                                        \
-      &gradsweep_factory_::create,                                                                  \
-      &gradsweep_factory_::destroy,                                                                 \
-      ::gradsweep::sdk::detail::capabilities_of<CLASS>(),                                           \
-      ::gradsweep::sdk::detail::check_plan_of<CLASS>(),                                             \
-      gradsweep_choices_.data()};                                                                   \
-  const ::gradsweep::sdk::PluginDescriptor* gradsweep_describe_() { return &gradsweep_descriptor_; } \
-  }                                                                                                 \
+  namespace {                                                                                            \
+  using gradsweep_factory_ = ::gradsweep::sdk::detail::Factory<KIND, CLASS>;                             \
+  constexpr auto gradsweep_options_ = ::gradsweep::sdk::detail::option_specs(OPTIONS);                   \
+  constexpr auto gradsweep_choices_ = ::gradsweep::sdk::detail::option_choices(OPTIONS);                 \
+  const ::gradsweep::sdk::PluginDescriptor gradsweep_descriptor_{                                        \
+      sizeof(::gradsweep::sdk::PluginDescriptor),                                                        \
+      (ABI_MAJOR),                                                                                       \
+      (ABI_MINOR),                                                                                       \
+      (KIND),                                                                                            \
+      (NAME),                                                                                            \
+      (VERSION),                                                                                         \
+      (SUMMARY),                                                                                         \
+      (BUILD),                                                                                           \
+      gradsweep_options_.data(),                                                                         \
+      static_cast<std::uint32_t>(gradsweep_options_.size()),                                             \
+      &gradsweep_factory_::create,                                                                       \
+      &gradsweep_factory_::destroy,                                                                      \
+      ::gradsweep::sdk::detail::capabilities_of<CLASS>(),                                                \
+      ::gradsweep::sdk::detail::check_plan_of<CLASS>(),                                                  \
+      gradsweep_choices_.data()};                                                                        \
+  const ::gradsweep::sdk::PluginDescriptor* gradsweep_describe_() { return &gradsweep_descriptor_; }     \
+  }                                                                                                      \
   BOOST_DLL_ALIAS(gradsweep_describe_, gradsweep_plugin)
 
-#define GRADSWEEP_PLUGIN(KIND, NAME, VERSION, SUMMARY, CLASS, OPTIONS)                            \
+#define GRADSWEEP_PLUGIN(KIND, NAME, VERSION, SUMMARY, CLASS, OPTIONS)                             \
   GRADSWEEP_PLUGIN_WITH(KIND, NAME, VERSION, SUMMARY, CLASS, OPTIONS, ::gradsweep::sdk::kAbiMajor, \
                         ::gradsweep::sdk::kAbiMinor, ::gradsweep::sdk::detail::this_build())
 

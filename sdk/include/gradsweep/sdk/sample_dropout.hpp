@@ -51,7 +51,8 @@ class SampleDropout {
   // Unkeyed: every call is torch::dropout.
   SampleDropout() = default;
   // Keyed when the batch carries sample_ids (a 1.3 host's training micro-batch).
-  explicit SampleDropout(const Batch& batch) : keyed_(batch.sample_ids.defined()), step_(batch.step), seed_(batch.seed) {
+  explicit SampleDropout(const Batch& batch)
+      : keyed_(batch.sample_ids.defined()), step_(batch.step), seed_(batch.seed) {
     if (!keyed_) return;
     if (batch.sample_ids.dim() != 1 || batch.sample_ids.scalar_type() != torch::kLong)
       throw Error("Batch::sample_ids must be a (B,) int64 tensor");
