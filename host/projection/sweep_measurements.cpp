@@ -70,6 +70,7 @@ MeasuredCell measure(const experiment::PlannedCell& cell, std::size_t index) {
   m.precision = s.value("peak_flops_precision", "");
   m.tokens_per_step = number(s, "tokens_per_step");
   m.tokens_per_s = number(s, "tokens_per_sec");
+  m.restricts_vocabulary = s.value("restricts_vocabulary", false);
   const nlohmann::json& b = s["step_breakdown"];
   m.compute_s = number(b, "compute_s"), m.backward_s = number(b, "backward_s"), m.update_s = number(b, "update_s");
   m.fixed_s = number(b, "data_s") + number(b, "other_s") + number(b, "unaccounted_s");
@@ -88,7 +89,9 @@ MeasuredCell measure(const experiment::PlannedCell& cell, std::size_t index) {
 }
 
 // The one-rank compute of `line`: its own one-rank cells, else those of the same model, batch and precision
-// whose other axes (all but strategy) agree; the median of each figure.
+// whose other axes (all but strategy) agree and whose strategy restricts the vocabulary as this one does (a
+// sampled softmax computes a fraction of a dense one's: xiao2017's ring was predicted 66-101% too fast from
+// a pool that held `sampled`); the median of each figure.
 void add_compute(LineProfile& line, const MeasuredCell& sample, const std::vector<MeasuredCell>& cells,
                  const experiment::SweepPlan& plan, bool pooled) {
   const auto compute_axes = [&](const MeasuredCell& c, bool with_strategy) {
@@ -105,7 +108,8 @@ void add_compute(LineProfile& line, const MeasuredCell& sample, const std::vecto
   if (!own)
     for (const auto& c : cells)
       if (c.ok && c.ranks == 1 && c.model == sample.model && c.tokens_per_step == sample.tokens_per_step &&
-          c.precision == sample.precision && others(c) == others(sample))
+          c.precision == sample.precision && c.restricts_vocabulary == sample.restricts_vocabulary &&
+          others(c) == others(sample))
         chosen.push_back(&c);
   if (chosen.empty()) return;
   std::vector<double> compute, backward, update, fixed;

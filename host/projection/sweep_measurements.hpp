@@ -34,6 +34,7 @@ struct MeasuredCell {
   double compute_s = 0, backward_s = 0, update_s = 0, fixed_s = 0;  // means over the ranks that compute
   double busiest_bytes = 0, calls = 0, overlap = 0;
   int computing_ranks = 1;
+  bool restricts_vocabulary = false;  // its strategy trained a softmax over part of the vocabulary
 };
 
 struct LineProfile {

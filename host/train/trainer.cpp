@@ -476,6 +476,8 @@ nlohmann::json CellTraining::write_summary() {
                  peak_, flops_per_token_,   config_.device,        comm_.backend()};
   nlohmann::json summary = make_summary(facts, totals_, train_loss_, val_loss_, resolved);
   summary["step_breakdown"] = timeline_.finish();
+  // Its compute is not a dense model's: the projection must not lend it to a strategy that runs none.
+  summary["restricts_vocabulary"] = vocabulary_steps_;
   check_mfu_against_peak(totals_.mfu, peak_, threads_, peak_cache_);
   if (comm_.rank() == 0) {
     util::write_file_atomically(request_.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");

@@ -1,7 +1,7 @@
 // The projection (docs/projection.md): the step model against a hand calculation, the alpha-beta fit
 // recovering its parameters and keeping residuals, the traffic-shape fit, Kendall's tau, a projection asked
-// without its measurements, and a tiny real sweep (single on 1 rank, ring on 2) whose report gets the
-// projection's columns and charts.
+// without its measurements, a tiny real sweep (single on 1 rank, ring on 2) whose report gets the
+// projection's columns and charts, and one that shows which one-rank cells may lend ring their compute.
 #include "experiment_test_support.hpp"
 
 #include "projection/link_fit.hpp"
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace gradsweep {
@@ -238,6 +239,45 @@ TEST(ProjectionRun, ReportGetsPredictedColumnsAndChartsAfterARealSweep) {
   EXPECT_NE(md.find("Median absolute error"), std::string::npos);
   for (const char* plot : {"projection.png", "predicted_vs_measured.png", "overlap.png"})
     EXPECT_TRUE(fs::exists(out / "plots" / plot)) << plot;
+}
+
+// ring has no one-rank cell: its compute comes from the one-rank cells of the same model, but not from one
+// whose strategy trained a sampled softmax (summary.json's restricts_vocabulary), which computes less.
+TEST(ProjectionRun, ARestrictedVocabularyLendsNoComputeToADenseStrategy) {
+  const fs::path dir = test::scratch_dir();
+  test::write_text(dir / "proj.yaml", test::tiny_experiment("name: proj3\nlauncher: {threads: 1}\ninclude:\n"
+                                                            "  - {strategy: single, ranks_per_node: 1}\n"
+                                                            "  - {strategy: {name: sampled, negatives: 16}, "
+                                                            "ranks_per_node: 1}\n"
+                                                            "  - {strategy: ring, ranks_per_node: 2}\n",
+                                                            4));
+  const fs::path out = dir / "out";
+  const auto run = test::run_command(std::string(kRootEnv) + "timeout -k 5 240 " +
+                                     test::gradsweep("run " + (dir / "proj.yaml").string() + " --out " + out.string()));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::map<std::string, std::string> id_of;  // strategy name -> cell id
+  for (const auto& entry : fs::directory_iterator(out / "cells")) {
+    std::ifstream in(entry.path() / "summary.json");
+    const auto summary = nlohmann::json::parse(in);
+    const std::string strategy = summary["strategy"];
+    id_of[strategy] = entry.path().filename().string();
+    EXPECT_EQ(summary["restricts_vocabulary"].get<bool>(), strategy == "sampled") << strategy;
+  }
+  ASSERT_EQ(id_of.size(), 3u);
+
+  const auto projected = test::run_command(test::gradsweep("project " + out.string() + " --links intra=1GB/s@10us"));
+  ASSERT_EQ(projected.exit_code, 0) << projected.output;
+  std::ifstream pj(out / "projection.json");
+  const auto projection = nlohmann::json::parse(pj);
+  bool ring_seen = false;
+  for (const auto& line : projection["lines"]) {
+    if (line["label"].get<std::string>().find("ring") == std::string::npos) continue;
+    ring_seen = true;
+    const std::string source = line["compute_source"];
+    EXPECT_NE(source.find(id_of["single"]), std::string::npos) << source;
+    EXPECT_EQ(source.find(id_of["sampled"]), std::string::npos) << source;
+  }
+  EXPECT_TRUE(ring_seen) << projection.dump();
 }
 
 }  // namespace
