@@ -28,6 +28,8 @@ for t in "${selected[@]}"; do
   case $t in
     test_data | test_thread_ranks | test_common_parts | test_ps_protocol) ;;
     test_models) targets+=(gradsweep gradsweep_model_gpt2 gradsweep_model_lstm_lm) ;;
+    # plans tiny gpt2 sweeps of single and ring: the registry must find those plugins
+    test_experiment_stats) targets+=(gradsweep gradsweep_model_gpt2 gradsweep_strategy_single gradsweep_strategy_ring) ;;
     *) targets+=(gradsweep) ;;
   esac
 done

@@ -20,6 +20,7 @@
 #include <gradsweep/sdk/model.hpp>
 #include <gradsweep/sdk/status.hpp>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/types.h>
 
 #include <cstdint>
@@ -81,9 +82,12 @@ class SampleDropout {
       throw Error("keyed dropout: the tensor's first dimension must be the batch's " + std::to_string(batch) +
                   " samples");
     torch::Tensor uniform = torch::empty(x.sizes(), x.options().dtype(torch::kFloat));
-    const at::Generator device_default = at::globalContext().defaultGenerator(x.device());
+    // One generator for the call, reseeded per sample (a seed resets the whole engine state). Not a clone
+    // of the default on CPU: LibTorch 1.13's Generator::clone() never frees the copy (its weak count starts
+    // at 0), which leaked ~2.6 KB per sample, dropout site and step (found by scripts/sanitize.sh).
+    at::Generator generator = x.device().is_cpu() ? at::detail::createCPUGenerator()
+                                                  : at::globalContext().defaultGenerator(x.device()).clone();
     for (std::int64_t b = 0; b < batch; ++b) {
-      at::Generator generator = device_default.clone();
       generator.set_current_seed(detail::sample_seed(seed_, step_, site, ids_[static_cast<std::size_t>(b)]));
       uniform.select(0, b).uniform_(0.0, 1.0, generator);
     }
