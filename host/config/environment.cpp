@@ -50,6 +50,12 @@ const std::vector<Variable> kRegistry{
     {"HOME", "directory", "", "the cache's fallback parent (`$HOME/.cache/gradsweep`)", "", false, false},
     {"LD_LIBRARY_PATH", "directories separated by `:`", "", "passed on to the ranks by the local launcher", "", false,
      true},
+    {"GLIBC_TUNABLES", "glibc tunables", "unset",
+     "set: a rank leaves glibc's malloc thresholds as the user tuned them (docs/benchmarks.md, \"Memory reuse\"); "
+     "passed on to the ranks",
+     "", false, true},
+    {"MALLOC_MMAP_THRESHOLD_", "bytes", "unset", "set: as GLIBC_TUNABLES", "", false, true},
+    {"MALLOC_TRIM_THRESHOLD_", "bytes", "unset", "set: as GLIBC_TUNABLES", "", false, true},
 };
 
 [[noreturn]] void refuse(const Variable& v, const std::string& value) {

@@ -1,6 +1,7 @@
 #include "train/metrics_log.hpp"
 
 #include "train/machine.hpp"
+#include "train/memory_reuse.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -107,7 +108,8 @@ void MetricsLog::write(const StepRecord& r) {
                    {"bytes_sent", r.comm.bytes_sent},
                    {"bytes_received", r.comm.bytes_received},
                    {"comm", comm_json(r.comm)},
-                   {"peak_rss_mb", peak_rss_mb()}};
+                   {"peak_rss_mb", peak_rss_mb()},
+                   {"minor_faults", minor_faults()}};
   if (r.val_loss) {
     j["val_loss"] = *r.val_loss;
     j["val_ppl"] = std::exp(*r.val_loss);

@@ -13,6 +13,7 @@
 #include "train/gradient_hooks.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/machine.hpp"
+#include "train/memory_reuse.hpp"
 #include "train/metrics_log.hpp"
 #include "train/model_agreement.hpp"
 #include "train/output_vocabulary.hpp"
@@ -136,6 +137,8 @@ int prepare_rank(const CellConfig& config, HostCommunicator& comm, const torch::
   const bool openblas = set_compute_threads(threads);
   spdlog::info("{} compute threads per rank ({} ranks on this node){}", threads, comm.local_size(),
                openblas ? ", OpenBLAS included" : "");
+  if (!keep_freed_memory())
+    spdlog::info("malloc's thresholds left as they are (tuned by the environment, or not glibc)");
   // Same seed on every rank: identical initial weights without a broadcast.
   torch::manual_seed(static_cast<std::uint64_t>(config.train.seed));
   return threads;

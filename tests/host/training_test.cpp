@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -108,6 +109,33 @@ TEST(Training, Bf16AutocastTracksFp32) {
   const auto bad = train(config, dir / "fp16", "--set strategy.name=single --set strategy.precision=fp16");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("strategy.precision: 'fp16' is not one of fp32, bf16"), std::string::npos) << bad.output;
+}
+
+// metrics.jsonl's `minor_faults` of the last `steps` steps together.
+long faults_over_last_steps(const fs::path& metrics, std::size_t steps) {
+  std::vector<long> faults;
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);) faults.push_back(json::parse(line).at("minor_faults").get<long>());
+  EXPECT_GT(faults.size(), steps);
+  return faults.size() > steps ? faults.back() - faults[faults.size() - 1 - steps] : -1;
+}
+
+// A step's activations come back from the heap the previous step freed them to, not as fresh pages from the
+// kernel (host/train/memory_reuse.hpp); a user's own malloc tuning is left in force.
+TEST(Training, StepsReuseFreedMemoryUnlessTheUserTunedMalloc) {
+  const fs::path dir = test::scratch_dir();
+  const fs::path config =
+      write_config(dir, "  name: gpt2\n  preset: gpt2-small-cpu\n  vocab_size: 257\n  block_size: 64", 8, "", 4);
+  ASSERT_EQ(train(config, dir / "kept").exit_code, 0);
+  const long kept = faults_over_last_steps(dir / "kept" / "metrics.jsonl", 4);
+  // Any tunable set means "leave malloc as I said": glibc's defaults then give memory back between steps.
+  const auto tuned = test::run_command("GLIBC_TUNABLES=glibc.malloc.check=0 " + test::gradsweep_binary().string() +
+                                       " train " + config.string() + " --out " + (dir / "tuned").string());
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_NE(tuned.output.find("malloc's thresholds left as they are"), std::string::npos) << tuned.output;
+  const long given_back = faults_over_last_steps(dir / "tuned" / "metrics.jsonl", 4);
+  EXPECT_LT(kept, 200) << "minor faults over 4 steps with freed memory kept";
+  EXPECT_GT(given_back, 10 * std::max(kept, 100L)) << "with glibc's defaults: " << given_back << ", kept: " << kept;
 }
 
 TEST(Training, SameSeedGivesIdenticalLosses) {
