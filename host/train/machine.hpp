@@ -21,6 +21,10 @@ bool set_compute_threads(int threads);
 // Peak resident set size of this process so far, in MiB.
 double peak_rss_mb();
 
+// Minor page faults of this process so far (metrics.jsonl's `minor_faults`: their growth per step shows
+// memory handed back to the kernel and faulted in again; memory_reuse.hpp).
+long minor_faults();
+
 // The peak MFU is measured against.
 struct PeakFlops {
   double per_rank = 0.0;  // FLOP/s of one rank

@@ -2,8 +2,6 @@
 
 #include "config/environment.hpp"
 
-#include <sys/resource.h>
-
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -21,12 +19,6 @@ bool keep_freed_memory() {
 #else
   return false;
 #endif
-}
-
-long minor_faults() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
 }
 
 }  // namespace gradsweep::host

@@ -15,8 +15,4 @@ namespace gradsweep::host {
 // glibc. Returns whether it set the thresholds.
 bool keep_freed_memory();
 
-// Minor page faults of this process so far (metrics.jsonl's `minor_faults`: their growth per step shows
-// memory handed back and faulted in again).
-long minor_faults();
-
 }  // namespace gradsweep::host

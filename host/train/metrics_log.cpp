@@ -1,7 +1,6 @@
 #include "train/metrics_log.hpp"
 
 #include "train/machine.hpp"
-#include "train/memory_reuse.hpp"
 
 #include <algorithm>
 #include <cerrno>
