@@ -155,10 +155,21 @@ void forget_cached_peak(int threads, const std::string& precision, const fs::pat
   if (cache.erase(cache_key(threads, precision)) > 0) write_cache(cache_file, cache);
 }
 
-std::string mfu_flag(double mfu) { return mfu > 1.0 ? "above peak: peak underestimated" : ""; }
+std::string mfu_flag(double mfu, bool restricts_vocabulary) {
+  if (mfu <= 1.0) return "";
+  return restricts_vocabulary ? "above peak: FLOPs count the whole vocabulary" : "above peak: peak underestimated";
+}
 
-void check_mfu_against_peak(double mfu, const PeakFlops& peak, int threads, const fs::path& cache_file) {
-  if (mfu_flag(mfu).empty()) return;
+void check_mfu_against_peak(double mfu, bool restricts_vocabulary, const PeakFlops& peak, int threads,
+                            const fs::path& cache_file) {
+  if (mfu <= 1.0) return;
+  if (restricts_vocabulary) {
+    spdlog::info(
+        "MFU {:.2f} is above 1: the model's FLOPs per token count a softmax over the whole vocabulary, the "
+        "strategy trained one over part of it; compare such runs by tokens/s (mfu_flag)",
+        mfu);
+    return;
+  }
   spdlog::warn(
       "MFU {:.2f} is above 1: the {} peak of {:.3g} FLOP/s per rank ({}) is too low; summary.json flags it "
       "(mfu_flag){}",

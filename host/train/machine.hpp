@@ -48,12 +48,15 @@ PeakFlops cpu_peak_flops(int threads, c10::ScalarType dtype, const std::filesyst
 void forget_cached_peak(int threads, const std::string& precision, const std::filesystem::path& cache_file);
 
 // "" for an MFU within (0, 1]; otherwise the flag summary.json carries instead of a plausible-looking
-// figure: "above peak: peak underestimated".
-std::string mfu_flag(double mfu);
+// figure: "above peak: peak underestimated", or, when the strategy trained a softmax over part of the
+// vocabulary (the model's FLOPs per token count all of it), "above peak: FLOPs count the whole vocabulary".
+std::string mfu_flag(double mfu, bool restricts_vocabulary);
 
 // A run's mean MFU against the peak it used: above 1, warns (the figure is not a utilisation) and, for a
-// measured or cached peak, forgets the cached one so that the next run measures it again.
-void check_mfu_against_peak(double mfu, const PeakFlops& peak, int threads, const std::filesystem::path& cache_file);
+// measured or cached peak, forgets the cached one so that the next run measures it again; unless the
+// strategy restricted the vocabulary, which explains the figure without the peak being wrong.
+void check_mfu_against_peak(double mfu, bool restricts_vocabulary, const PeakFlops& peak, int threads,
+                            const std::filesystem::path& cache_file);
 
 std::filesystem::path default_cache_dir();
 

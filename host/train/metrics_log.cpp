@@ -192,7 +192,8 @@ nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_
       {"peak_flops_precision", f.peak.precision},
       {"peak_flops_source", f.peak.source},
       {"mfu", t.mfu},
-      {"mfu_flag", mfu_flag(t.mfu)},
+      {"mfu_flag", mfu_flag(t.mfu, f.restricts_vocabulary)},
+      {"restricts_vocabulary", f.restricts_vocabulary},
       {"peak_rss_mb", peak_rss_mb()},
       {"config", yaml_to_json(resolved_config)},
   };

@@ -68,6 +68,7 @@ struct RunFacts {
   double flops_per_token;
   std::string device;
   std::string comm_backend;
+  bool restricts_vocabulary = false;  // the strategy trains a softmax over part of the vocabulary
 };
 
 class MetricsLog {

@@ -475,13 +475,11 @@ nlohmann::json CellTraining::write_summary() {
   resolved["model"]["name"] = config_.model_name;
   resolved["strategy"] = to_yaml(strategy_services_.options);
   resolved["strategy"]["name"] = config_.strategy_name;
-  RunFacts facts{info_, config_.model_name, config_.strategy_name, comm_.size(),   threads_, train_.steps,
-                 peak_, flops_per_token_,   config_.device,        comm_.backend()};
+  RunFacts facts{info_, config_.model_name, config_.strategy_name, comm_.size(),    threads_,         train_.steps,
+                 peak_, flops_per_token_,   config_.device,        comm_.backend(), vocabulary_steps_};
   nlohmann::json summary = make_summary(facts, totals_, train_loss_, val_loss_, resolved);
   summary["step_breakdown"] = timeline_.finish();
-  // Its compute is not a dense model's: the projection must not lend it to a strategy that runs none.
-  summary["restricts_vocabulary"] = vocabulary_steps_;
-  check_mfu_against_peak(totals_.mfu, peak_, threads_, peak_cache_);
+  check_mfu_against_peak(totals_.mfu, vocabulary_steps_, peak_, threads_, peak_cache_);
   if (comm_.rank() == 0) {
     util::write_file_atomically(request_.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");
     util::write_file_atomically(request_.out_dir / "summary.json", summary.dump(2) + "\n");

@@ -51,17 +51,23 @@ TEST(PeakFlops, MeasuredPerPrecisionCachedAndReused) {
   EXPECT_EQ(again.source, "cached");
   EXPECT_EQ(again.per_rank, bf16.per_rank);
 
+  // Above 1 from a softmax over part of the vocabulary (the FLOPs count all of it): the peak is kept.
+  host::check_mfu_against_peak(1.8, true, again, 1, cache);
+  EXPECT_TRUE(nlohmann::json::parse(test::read_text(cache)).contains(prefix + "bf16"));
+
   // An MFU above 1 proves the cached peak too low: it is forgotten, the other precision kept.
-  host::check_mfu_against_peak(1.3, again, 1, cache);
+  host::check_mfu_against_peak(1.3, false, again, 1, cache);
   const nlohmann::json after = nlohmann::json::parse(test::read_text(cache));
   EXPECT_FALSE(after.contains(prefix + "bf16")) << after.dump();
   EXPECT_TRUE(after.contains(prefix + "fp32")) << after.dump();
 }
 
 TEST(PeakFlops, FlagOnlyAboveOne) {
-  EXPECT_EQ(host::mfu_flag(0.4), "");
-  EXPECT_EQ(host::mfu_flag(1.0), "");
-  EXPECT_EQ(host::mfu_flag(1.09), "above peak: peak underestimated");
+  EXPECT_EQ(host::mfu_flag(0.4, false), "");
+  EXPECT_EQ(host::mfu_flag(1.0, false), "");
+  EXPECT_EQ(host::mfu_flag(1.09, false), "above peak: peak underestimated");
+  EXPECT_EQ(host::mfu_flag(0.9, true), "");
+  EXPECT_EQ(host::mfu_flag(1.8, true), "above peak: FLOPs count the whole vocabulary");
   EXPECT_EQ(host::precision_name(c10::ScalarType::BFloat16), "bf16");
   EXPECT_EQ(host::precision_name(c10::ScalarType::Half), "fp16");
 }

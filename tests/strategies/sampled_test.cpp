@@ -57,12 +57,19 @@ TEST(Sampled, TwoRanksTrainAndMoveFewerBytesThanRing) {
 
 TEST(Sampled, NegativesCoveringTheVocabularyReproduceSingle) {
   // All words scored, none estimated: the loss is the full softmax's, up to summation order.
-  const TrainingRun sampled = train_tiny(TinyModel::LstmWords, 1, "sampled", {"strategy.negatives=2000"}, kSteps);
-  const TrainingRun single = train_tiny(TinyModel::LstmWords, 1, "single", {}, kSteps);
+  // A peak of 1 FLOP/s puts both MFUs far above 1: the flag says why, by what each strategy trained.
+  const std::string tiny_peak = "metrics.peak_flops=1";
+  const TrainingRun sampled =
+      train_tiny(TinyModel::LstmWords, 1, "sampled", {"strategy.negatives=2000", tiny_peak}, kSteps);
+  const TrainingRun single = train_tiny(TinyModel::LstmWords, 1, "single", {tiny_peak}, kSteps);
   ASSERT_EQ(sampled.result.exit_code, 0) << sampled.result.output;
   ASSERT_EQ(single.result.exit_code, 0) << single.result.output;
   EXPECT_LT(max_relative_difference(sampled.losses(), single.losses()), 1e-4);
   EXPECT_EQ(sampled.steps.back().at("plugin").at("sampled_vocabulary").get<double>(), 2000);
+  EXPECT_EQ(sampled.summary.at("mfu_flag"), "above peak: FLOPs count the whole vocabulary");
+  EXPECT_EQ(sampled.summary.at("restricts_vocabulary"), true);
+  EXPECT_EQ(single.summary.at("mfu_flag"), "above peak: peak underestimated");
+  EXPECT_EQ(single.summary.at("restricts_vocabulary"), false);
 }
 
 TEST(Sampled, ParameterServerAnswersByRowsExactlyAsDenseAnswers) {
