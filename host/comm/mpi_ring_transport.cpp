@@ -3,12 +3,28 @@
 #include "comm/mpi_buffer.hpp"
 
 #include <sched.h>
+#include <sys/prctl.h>
+#include <time.h>
 
+#include <chrono>
 #include <climits>
 #include <stdexcept>
 
 namespace gradsweep::host::mpi {
 namespace {
+
+// How the first exchange of a collective waits once its neighbour is late (below).
+constexpr auto kSpinBeforeNap = std::chrono::microseconds(50);
+constexpr long kNapNs = 100'000;
+
+// Napping in nanosleep wakes up to the thread's timer slack late (50 us by default): ask for 1 us, once
+// per thread that waits.
+void tighten_timer_slack() {
+  thread_local bool tightened = false;
+  if (tightened) return;
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // best effort: a refusal only makes naps longer
+  tightened = true;
+}
 
 // Every ring message uses one tag: on a communicator of its own, between one pair of ranks, MPI's
 // non-overtaking order then matches the k-th receive with the k-th send, which is the Transport contract.
@@ -62,8 +78,29 @@ void RingTransport::finish(Ticket ticket) {
   // MPI_Waitall would spin inside MPI. Testing and yielding the core between tests costs nothing when
   // the core is free, and when it is not (more ranks than cores, or other work on the machine) it hands
   // the core to the neighbour this exchange is waiting for instead of spinning against it.
+  // The first exchange of a collective also waits for the neighbour to reach the collective at all,
+  // which takes as long as the ranks' computations differ (tens to hundreds of ms in a training step);
+  // yielding through that cost a rank's communication thread 3-10x its useful CPU, taken from the
+  // computation on a machine with no spare core (docs/benchmarks.md). So that wait naps between tests
+  // after a short spin: a late neighbour is noticed up to 100 us later, once per collective. The later
+  // exchanges find the neighbour there and only yield: napping in every one delayed each handshake
+  // (builds that did were 0.6-0.9x as fast on gpt2-small-cpu).
+  const bool may_nap = ticket == 0;
+  const auto began = std::chrono::steady_clock::now();
+  bool napping = false;
   int rc = MPI_SUCCESS, done = 0;
-  while ((rc = MPI_Testall(2, pair.data(), &done, statuses.data())) == MPI_SUCCESS && !done) sched_yield();
+  while ((rc = MPI_Testall(2, pair.data(), &done, statuses.data())) == MPI_SUCCESS && !done) {
+    if (may_nap && !napping && std::chrono::steady_clock::now() - began > kSpinBeforeNap) {
+      tighten_timer_slack();
+      napping = true;
+    }
+    if (napping) {
+      const timespec nap{0, kNapNs};
+      nanosleep(&nap, nullptr);
+    } else {
+      sched_yield();
+    }
+  }
   ++finished_;
   if (rc == MPI_ERR_IN_STATUS) {
     for (const MPI_Status& s : statuses) check_mpi(s.MPI_ERROR, call_, "MPI_Testall");

@@ -15,6 +15,8 @@
 //   collective_check stop RANK     RANK stops itself (SIGSTOP) before the allreduce: it cannot answer
 //   collective_check skip RANK     RANK skips the allreduce and goes on to the barrier
 //   collective_check size RANK     RANK allreduces 1000 elements where the others allreduce 1024
+//   collective_check late RANK     RANK joins a ring allreduce (async) 1 s after the others, who print
+//                                  "rank R: waited W s, cpu C s": the CPU their process spent meanwhile
 //
 // The misbehaving modes take the directory for flight-recorder dumps as a third argument (optional):
 // after a barrier (collective #1), the allreduce is collective #2.
@@ -29,6 +31,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -43,6 +46,32 @@ using namespace gradsweep;
   host::forensics::on_rank_failure(why);
   spdlog::default_logger()->flush();
   host::mpi::abort_job(2);
+}
+
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// `late`: how much CPU a rank spends while its ring allreduce waits for a rank that comes 1 s late (the
+// communication thread's wait, the caller blocked in wait()); a spinning wait costs about a core.
+int late_neighbour(host::HostCommunicator& comm, int late) {
+  sdk::check(comm.barrier());
+  torch::Tensor t = torch::ones({1 << 20});
+  if (comm.rank() == late) std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = process_cpu_seconds();
+  std::unique_ptr<sdk::Request> request;
+  sdk::check(
+      sdk::collective::with_algorithm(comm, sdk::Algorithm::Ring).allreduce_async(t, sdk::ReduceOp::Sum, &request));
+  sdk::check(request->wait());
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu = process_cpu_seconds() - cpu0;
+  if (comm.rank() != late) std::printf("rank %d: waited %.3f s, cpu %.3f s\n", comm.rank(), waited, cpu);
+  std::fflush(stdout);
+  sdk::check(comm.barrier());
+  return t[0].item<float>() == static_cast<float>(comm.size()) ? 0 : 1;
 }
 
 }  // namespace
@@ -71,6 +100,7 @@ int main(int argc, char** argv) {
     }
     return mode == "ring" ? checker.run_ring() : checker.run_all();
   }
+  if (mode == "late") return late_neighbour(*comm, failing);
   if (argc > 3) host::forensics::set_directory(argv[3], comm->rank());
   try {
     sdk::check(comm->barrier());

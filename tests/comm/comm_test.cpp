@@ -135,6 +135,22 @@ TEST(RingTuning, SmallSegmentsAndDeepPipelineOnThreeRanks) {
         << r.output;
 }
 
+// A rank whose neighbour comes late to a ring allreduce waits without burning a core: on a machine with
+// no spare core that CPU would be taken from the ranks still computing (docs/benchmarks.md).
+TEST(RingWait, ALateNeighbourCostsTheWaitingRanksLittleCpu) {
+  const auto r = test::run_command(mpirun(3, collective_check("late 2")));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.output, m,
+                                  std::regex("rank " + std::to_string(rank) + ": waited ([0-9.]+) s, cpu ([0-9.]+) s")))
+        << r.output;
+    const double waited = std::stod(m[1]), cpu = std::stod(m[2]);
+    EXPECT_GT(waited, 0.5) << r.output;  // it did wait for the late rank
+    EXPECT_LT(cpu, 0.25 * waited) << "a waiting rank spent " << cpu << " s of CPU in " << waited << " s\n" << r.output;
+  }
+}
+
 TEST(MpiFailure, RankThatThrowsEndsTheJobAndIsNamed) {
   const auto [r, seconds] = run_timed(mpirun(3, collective_check("throw 1")));
   EXPECT_NE(r.exit_code, 0) << r.output;
