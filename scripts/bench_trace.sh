@@ -49,22 +49,30 @@ for ((r = 0; r < rounds; r++)); do
     $mpirun --oversubscribe --bind-to none -np "$ranks" "$gradsweep" train "$out/cell.yaml" --out "$dir" \
       --set metrics.trace="$v" > "$dir.log" 2>&1 || { echo "bench_trace: $v failed, see $dir.log" >&2; exit 1; }
     wall=$(echo "$(date +%s.%N) - $start" | bc)
-    tps=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['tokens_per_sec'])" "$dir/summary.json")
-    echo "$r $v $tps $wall" | tee -a "$results"
+    # tokens/s, and the timeline's own cost measured in the run (summary.json "trace": records' share of
+    # the steps' time, merge seconds), which a drifting machine moves no more than the steps themselves.
+    read -r tps share merge < <(python3 -c "import json,sys; s=json.load(open(sys.argv[1])); t=s['trace']
+print(s['tokens_per_sec'], t['share_of_step_time'], t['merge_s'])" "$dir/summary.json")
+    echo "$r $v $tps $wall $share $merge" | tee -a "$results"
   done
 done
 python3 - "$results" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 by = {}
-for r, v, tps, wall in rows:
-    by.setdefault(int(r), {})[v] = (float(tps), float(wall))
-print("| variant | median tokens/s | tokens/s vs off: median (min-max) | wall s vs off: median (min-max) |")
-print("|---|---|---|---|")
+for r, v, tps, wall, share, merge in rows:
+    by.setdefault(int(r), {})[v] = (float(tps), float(wall), float(share), float(merge))
+print("| variant | median tokens/s | tokens/s vs off: median (min-max) | wall s vs off: median (min-max) "
+      "| records' share of step time, in the run: median (max) | merge s: median (max) |")
+print("|---|---|---|---|---|---|")
 for v in ("off", "sampled", "all"):
     tps = [by[r][v][0] for r in by]
     ratio = [by[r][v][0] / by[r]["off"][0] for r in by]
     wall = [by[r][v][1] / by[r]["off"][1] for r in by]
+    share = [by[r][v][2] for r in by]
+    merge = [by[r][v][3] for r in by]
     print(f"| {v} | {statistics.median(tps):.0f} | {statistics.median(ratio):.3f} ({min(ratio):.3f}-{max(ratio):.3f}) "
-          f"| {statistics.median(wall):.3f} ({min(wall):.3f}-{max(wall):.3f}) |")
+          f"| {statistics.median(wall):.3f} ({min(wall):.3f}-{max(wall):.3f}) "
+          f"| {100 * statistics.median(share):.3f}% ({100 * max(share):.3f}%) "
+          f"| {statistics.median(merge):.3f} ({max(merge):.3f}) |")
 PY

@@ -20,7 +20,8 @@ namespace {
 // Spans kept per sampled step (each ~150 bytes in the trace): the ~1 MB per rank and step bound holds
 // however many micro-batches a step has. The flight recorder bounds the calls (256).
 constexpr std::size_t kMaxSpans = 5000;
-constexpr int kFields = 9;  // step, data, forward, backward, exposed_comm, update, wait, other, measured steps
+// step, data, forward, backward, exposed_comm, update, wait, other, measured steps; trace_s, steps_s
+constexpr int kFields = 11;
 
 std::int64_t ns_of(Timeline::Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -105,11 +106,13 @@ void Timeline::begin_step(std::int64_t step, Clock::time_point start) {
   blocked_mark_ = comm_.blocked_seconds_so_far();
   sampled_ = sampled(step);
   if (!sampled_) return;
+  const Clock::time_point t0 = Clock::now();
   spans_.clear();
   wall_minus_steady_ns_ = wall_clock_ns() - steady_ns();
   last_call_id_ = 0;
   if (const FlightRecorder* recorder = comm_.flight_recorder())
     for (const FlightEntry& e : recorder->entries()) last_call_id_ = std::max(last_call_id_, e.id);
+  trace_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 double Timeline::span(Phase phase, Clock::time_point since) {
@@ -202,7 +205,9 @@ void Timeline::end_step(double seconds) {
   if (step_ != first_step_ || steps_ - first_step_ == 1) {
     add_to_mean(mean_, b, ++measured_);
   }
+  steps_s_ += seconds;
   if (!sampled_ || !part_.is_open()) return;
+  const Clock::time_point t0 = Clock::now();
   const std::int64_t start = ns_of(step_start_);
   const std::int64_t end = start + static_cast<std::int64_t>(seconds * 1e9);
   nlohmann::json events = comm_events(start, end);
@@ -220,6 +225,8 @@ void Timeline::end_step(double seconds) {
               {"breakdown", breakdown_json(b)},
               {"events", std::move(events)}});
   spans_.clear();
+  trace_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  ++traced_steps_;
 }
 
 void Timeline::write_line(const nlohmann::json& line) {
@@ -234,7 +241,7 @@ nlohmann::json Timeline::finish() {
     write_line({{"end", "completed"}, {"last_step", last_finished_}, {"at_ns", to_rank0(steady_ns())}});
   const StepBreakdown& m = mean_;
   const torch::Tensor mine = torch::tensor({m.step, m.data, m.forward, m.backward, m.exposed_comm, m.update, m.wait,
-                                            m.other, static_cast<double>(measured_)},
+                                            m.other, static_cast<double>(measured_), trace_s_, steps_s_},
                                            torch::kDouble);
   torch::Tensor all = mine.view({1, kFields});
   if (comm_.size() > 1) {
@@ -271,8 +278,13 @@ nlohmann::json Timeline::finish() {
   }
   for (const StepBreakdown& b : ranks) j["by_rank"]["work_s"].push_back(b.work());
   if (!std::isfinite(j["straggler_index"].get<double>())) j["straggler_index"] = nullptr;
+  double share = 0;
+  for (int r = 0; r < comm_.size(); ++r) share = std::max(share, a[r][10] > 0 ? a[r][9] / a[r][10] : 0.0);
+  cost_ = {{"mode", mode_}, {"steps_traced", traced_steps_}, {"record_s", trace_s_}, {"share_of_step_time", share}};
   finished_ = true;
+  const Clock::time_point merge_start = Clock::now();
   if (comm_.rank() == 0) merge_on_rank0();
+  cost_["merge_s"] = mode_ == "off" ? 0.0 : std::chrono::duration<double>(Clock::now() - merge_start).count();
   part_.close();
   return j;
 }

@@ -60,6 +60,11 @@ class Timeline {
   // Every rank: gathers each rank's mean breakdown; rank 0 writes trace.json. Returns summary.json's
   // "step_breakdown" (the same on every rank).
   nlohmann::json finish();
+  // After finish(): what the timeline cost, summary.json's "trace" (docs/results.md, "Trace"): the time
+  // spent on the sampled steps' records, as a share of the time the steps took (the largest over the
+  // ranks), and rank 0's merge. Measured in the run itself, so that a slower or faster machine moves the
+  // cost and the steps alike.
+  const nlohmann::json& cost() const { return cost_; }
 
   bool sampled(std::int64_t step) const;
 
@@ -96,6 +101,10 @@ class Timeline {
   // Means over the measured steps, and the last finished step.
   std::int64_t measured_ = 0, last_finished_ = -1;
   StepBreakdown mean_;
+  // This rank's time spent on the records of sampled steps, and its steps' time, all steps.
+  double trace_s_ = 0, steps_s_ = 0;
+  std::int64_t traced_steps_ = 0;
+  nlohmann::json cost_;
   bool finished_ = false;
   int exceptions_ = std::uncaught_exceptions();
 };

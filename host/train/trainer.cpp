@@ -479,6 +479,7 @@ nlohmann::json CellTraining::write_summary() {
                  peak_, flops_per_token_,   config_.device,        comm_.backend(), vocabulary_steps_};
   nlohmann::json summary = make_summary(facts, totals_, train_loss_, val_loss_, resolved);
   summary["step_breakdown"] = timeline_.finish();
+  summary["trace"] = timeline_.cost();
   check_mfu_against_peak(totals_.mfu, vocabulary_steps_, peak_, threads_, peak_cache_);
   if (comm_.rank() == 0) {
     util::write_file_atomically(request_.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");

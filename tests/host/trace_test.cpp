@@ -124,7 +124,7 @@ void expect_breakdown_adds_up(const json& b) {
 
 TEST(Trace, StepBreakdownAddsUpAndOverlapTellsRingFromDps) {
   const TracedRun& ring = ring_run();
-  const TracedRun dps = train_two_ranks("name: dps");
+  const TracedRun dps = train_two_ranks("name: dps", "--set metrics.trace=off");  // the breakdown needs no trace
   for (const TracedRun* run : {&ring, &dps}) {
     ASSERT_EQ(run->result.exit_code, 0) << run->result.output;
     const json& b = run->summary["step_breakdown"];
@@ -148,6 +148,28 @@ TEST(Trace, StepBreakdownAddsUpAndOverlapTellsRingFromDps) {
   EXPECT_EQ(trace.exit_code, 0) << trace.output;
   EXPECT_NE(trace.output.find("trace.json"), std::string::npos) << trace.output;
   EXPECT_NE(trace.output.find("rank 1: steps [1,5,9] traced; completed"), std::string::npos) << trace.output;
+}
+
+// What the timeline cost is measured in the run: the sampled steps' records and the merge, none when off.
+TEST(Trace, ItsCostIsMeasuredInTheRunAndIsNothingWhenOff) {
+  const TracedRun& ring = ring_run();
+  const TracedRun off = train_two_ranks("name: ring", "--set metrics.trace=off");
+  ASSERT_EQ(ring.result.exit_code, 0) << ring.result.output;
+  ASSERT_EQ(off.result.exit_code, 0) << off.result.output;
+  const json& on = ring.summary["trace"];
+  EXPECT_EQ(on["mode"], "sampled") << on.dump();
+  EXPECT_EQ(on["steps_traced"], 3) << on.dump();
+  EXPECT_GT(on["record_s"].get<double>(), 0.0) << on.dump();
+  EXPECT_GT(on["merge_s"].get<double>(), 0.0) << on.dump();
+  // A share of the steps' time: above 0, and well below all of it (the records are a few KB per step).
+  EXPECT_GT(on["share_of_step_time"].get<double>(), 0.0) << on.dump();
+  EXPECT_LT(on["share_of_step_time"].get<double>(), 0.5) << on.dump();
+  const json& none = off.summary["trace"];
+  EXPECT_EQ(none["mode"], "off") << none.dump();
+  EXPECT_EQ(none["steps_traced"], 0) << none.dump();
+  for (const char* key : {"record_s", "merge_s", "share_of_step_time"})
+    EXPECT_EQ(none[key].get<double>(), 0.0) << key << ": " << none.dump();
+  EXPECT_FALSE(fs::exists(off.dir / "out" / "trace.json"));
 }
 
 TEST(Trace, RunStoppedHalfWaySaysWhereItEnded) {
