@@ -68,7 +68,9 @@ struct RunFacts {
   double flops_per_token;
   std::string device;
   std::string comm_backend;
-  bool restricts_vocabulary = false;  // the strategy trains a softmax over part of the vocabulary
+  // The strategy trains a softmax over part of the vocabulary: its compute is not a dense model's (the
+  // projection lends it to no strategy that runs none) and the FLOPs per token overstate what it did.
+  bool restricts_vocabulary = false;
 };
 
 class MetricsLog {

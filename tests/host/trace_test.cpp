@@ -22,10 +22,11 @@ struct TracedRun {
 };
 
 // The strategy section `strategy` on 2 ranks for 10 steps of gpt2-tiny; small buckets so that ring has something to
-// overlap.
-TracedRun train_two_ranks(const std::string& strategy, const std::string& flags = "", const std::string& extra = "") {
+// overlap. Each run gets a directory of its own (`tag`): a test may hold the shared ring run besides its own.
+TracedRun train_two_ranks(const std::string& strategy, const std::string& flags = "", const std::string& extra = "",
+                          const std::string& tag = "") {
   TracedRun run;
-  run.dir = scratch_dir();
+  run.dir = scratch_dir(tag);
   const fs::path cell = write_tiny_cell(run.dir, 10, "strategy: {" + strategy + "}\n" + extra);
   run.result = run_command(
       mpirun(2, gradsweep_command("train " + cell.string() + " --out " + (run.dir / "out").string() + " " + flags)));
@@ -36,7 +37,7 @@ TracedRun train_two_ranks(const std::string& strategy, const std::string& flags 
 }
 
 const TracedRun& ring_run() {
-  static const TracedRun run = train_two_ranks("name: ring, bucket_mb: 0.02, first_bucket_mb: 0.02");
+  static const TracedRun run = train_two_ranks("name: ring, bucket_mb: 0.02, first_bucket_mb: 0.02", "", "", "-ring");
   return run;
 }
 
@@ -124,7 +125,8 @@ void expect_breakdown_adds_up(const json& b) {
 
 TEST(Trace, StepBreakdownAddsUpAndOverlapTellsRingFromDps) {
   const TracedRun& ring = ring_run();
-  const TracedRun dps = train_two_ranks("name: dps", "--set metrics.trace=off");  // the breakdown needs no trace
+  // The breakdown needs no trace: dps runs untraced.
+  const TracedRun dps = train_two_ranks("name: dps", "--set metrics.trace=off", "", "-dps");
   for (const TracedRun* run : {&ring, &dps}) {
     ASSERT_EQ(run->result.exit_code, 0) << run->result.output;
     const json& b = run->summary["step_breakdown"];
@@ -153,7 +155,7 @@ TEST(Trace, StepBreakdownAddsUpAndOverlapTellsRingFromDps) {
 // What the timeline cost is measured in the run: the sampled steps' records and the merge, none when off.
 TEST(Trace, ItsCostIsMeasuredInTheRunAndIsNothingWhenOff) {
   const TracedRun& ring = ring_run();
-  const TracedRun off = train_two_ranks("name: ring", "--set metrics.trace=off");
+  const TracedRun off = train_two_ranks("name: ring", "--set metrics.trace=off", "", "-off");
   ASSERT_EQ(ring.result.exit_code, 0) << ring.result.output;
   ASSERT_EQ(off.result.exit_code, 0) << off.result.output;
   const json& on = ring.summary["trace"];
