@@ -162,7 +162,7 @@ std::string mfu_flag(double mfu, bool restricts_vocabulary) {
 
 void check_mfu_against_peak(double mfu, bool restricts_vocabulary, const PeakFlops& peak, int threads,
                             const fs::path& cache_file) {
-  if (mfu <= 1.0) return;
+  if (mfu_flag(mfu, restricts_vocabulary).empty()) return;
   if (restricts_vocabulary) {
     spdlog::info(
         "MFU {:.2f} is above 1: the model's FLOPs per token count a softmax over the whole vocabulary, the "

@@ -20,8 +20,10 @@ namespace {
 // Spans kept per sampled step (each ~150 bytes in the trace): the ~1 MB per rank and step bound holds
 // however many micro-batches a step has. The flight recorder bounds the calls (256).
 constexpr std::size_t kMaxSpans = 5000;
-// step, data, forward, backward, exposed_comm, update, wait, other, measured steps; trace_s, steps_s
+// step, data, forward, backward, exposed_comm, update, wait, other, measured steps; then the seconds spent
+// recording sampled steps and the seconds all steps took.
 constexpr int kFields = 11;
+constexpr int kTraceField = 9, kStepsField = 10;
 
 std::int64_t ns_of(Timeline::Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -279,7 +281,8 @@ nlohmann::json Timeline::finish() {
   for (const StepBreakdown& b : ranks) j["by_rank"]["work_s"].push_back(b.work());
   if (!std::isfinite(j["straggler_index"].get<double>())) j["straggler_index"] = nullptr;
   double share = 0;
-  for (int r = 0; r < comm_.size(); ++r) share = std::max(share, a[r][10] > 0 ? a[r][9] / a[r][10] : 0.0);
+  for (int r = 0; r < comm_.size(); ++r)
+    if (a[r][kStepsField] > 0) share = std::max(share, a[r][kTraceField] / a[r][kStepsField]);
   cost_ = {{"mode", mode_}, {"steps_traced", traced_steps_}, {"record_s", trace_s_}, {"share_of_step_time", share}};
   finished_ = true;
   const Clock::time_point merge_start = Clock::now();
