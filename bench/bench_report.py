@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Tabulates a scripts/bench_single.sh run: per-round and median tokens/s of gradsweep and PyTorch eager,
 their ratio, the losses after the same steps, and where the step time goes in each.
 

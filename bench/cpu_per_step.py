@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """CPU time per training step, gradsweep vs PyTorch eager: a lower-noise companion to bench_single.sh.
 
 On a shared machine a step's wall time includes the time the process waited for a core. This probe runs
@@ -70,7 +70,7 @@ def main():
     ap.add_argument("--vocab", type=int, default=257)
     ap.add_argument("--data", default="data/fortunes-byte")
     ap.add_argument("--gradsweep", default=os.environ.get("GRADSWEEP", "build/gradsweep"))
-    ap.add_argument("--python", default=os.environ.get("PYTHON", "/usr/bin/python3"))
+    ap.add_argument("--python", default=os.environ.get("PYTHON", ".venv/bin/python"))
     ap.add_argument("--out", default="runs/bench-cpu")
     a = ap.parse_args()
     if a.s2 <= a.s1 or a.s1 < 2:

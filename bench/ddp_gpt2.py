@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """GPT-2 data-parallel training with PyTorch DDP (gloo): the reference side of scripts/bench_strategies.sh.
 
 The model, initialisation, data slicing, optimizer, clipping and schedule are bench/gpt2_eager.py's (imported,
@@ -12,7 +12,7 @@ its share of the global batch exactly as host/data/batch_loader.cpp slices it (r
 Launch it like gradsweep, with mpirun (the rank and size come from OMPI_COMM_WORLD_RANK/SIZE; torchrun's
 RANK/WORLD_SIZE also work):
 
-  mpirun -np 2 --oversubscribe --bind-to none /usr/bin/python3 bench/ddp_gpt2.py \
+  mpirun -np 2 --oversubscribe --bind-to none .venv/bin/python bench/ddp_gpt2.py \
       --init-method file:///tmp/ddp.rendezvous --preset gpt2-small-cpu --vocab 257 --data train.bin
 
 Steps are timed as gradsweep's trainer times them, on rank 0: wall time from zero_grad through the optimizer

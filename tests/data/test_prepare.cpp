@@ -165,17 +165,16 @@ TEST(Prepare, WordVocabularyIsFitOnTrainingDocumentsOnly) {
 }
 
 TEST(Prepare, BpeWithGpt2FilesSeparatesDocumentsWithEndOfText) {
-  const char* vocab_dir = std::getenv("GRADSWEEP_GPT2_VOCAB_DIR");
-  if (vocab_dir == nullptr || !std::filesystem::exists(std::filesystem::path(vocab_dir) / "encoder.json")) {
-    GTEST_SKIP() << "GRADSWEEP_GPT2_VOCAB_DIR does not hold GPT-2's encoder.json (see docs/data.md)";
-  }
+  std::string why;
+  const std::filesystem::path vocab_dir = testing::gpt2_vocab_dir(&why);
+  if (vocab_dir.empty()) GRADSWEEP_SKIP_UNLESS_CI(why);
   TempDir dir;
   PrepareOptions options;
   options.inputs = {testing::fortune_file("pratchett"), testing::fortune_file("tao")};
   options.out_dir = dir.path();
   options.tokenizer = "bpe";
-  options.bpe_encoder = std::filesystem::path(vocab_dir) / "encoder.json";
-  options.bpe_merges = std::filesystem::path(vocab_dir) / "vocab.bpe";
+  options.bpe_encoder = vocab_dir / "encoder.json";
+  options.bpe_merges = vocab_dir / "vocab.bpe";
   options.shuffle_seed = -1;  // reading order, so the expected stream is the files' quotations in order
   const PrepareResult result = prepare_corpus(options);
   EXPECT_EQ(result.vocab_size, 50257);

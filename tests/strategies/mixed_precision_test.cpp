@@ -79,12 +79,14 @@ INSTANTIATE_TEST_SUITE_P(Amp, InjectedOverflow, ::testing::Values("ring-amp", "d
                            return s.substr(0, s.find('-'));
                          });
 
-TEST(MixedPrecisionOptions, Fp16OnCpuIsRefusedWithTheReason) {
-  const TrainingRun run = train_tiny(TinyModel::Gpt2, 1, "ring-amp", {"strategy.precision=fp16"}, 2);
-  EXPECT_EQ(run.result.exit_code, 2) << run.result.output;
-#if TORCH_VERSION_MAJOR < 2
-  EXPECT_NE(run.result.output.find("precision fp16 needs a CUDA device"), std::string::npos) << run.result.output;
-#endif
+// LibTorch 2.x autocasts CPU work to float16 as well as bfloat16: fp16 trains on CPU, with loss scaling
+// (auto: on for fp16) and the loss falling.
+TEST(MixedPrecisionOptions, Fp16OnCpuTrainsWithLossScaling) {
+  const TrainingRun run = train_tiny(TinyModel::Gpt2, 1, "ring-amp", {"strategy.precision=fp16"}, 8);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
+  ASSERT_EQ(run.steps.size(), 8u);
+  EXPECT_EQ(run.steps.front().at("plugin").at("loss_scale").get<double>(), 65536.0);
+  EXPECT_LT(run.losses().back(), run.losses().front());
 }
 
 }  // namespace

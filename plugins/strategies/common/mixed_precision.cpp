@@ -18,20 +18,11 @@ torch::ScalarType dtype_named(const std::string& name, const std::string& key, c
 
 }  // namespace
 
-MixedPrecision::MixedPrecision(const sdk::Options& options, const torch::Device& device, const std::string& strategy) {
+MixedPrecision::MixedPrecision(const sdk::Options& options, const std::string& strategy) {
   const std::string precision = options.text("precision");
   compute_ = dtype_named(precision, "precision", strategy);
   if (compute_ == torch::kFloat)
     throw sdk::Error("strategy '" + strategy + "': precision fp32 is the plain strategy; use bf16 or fp16 here");
-#if TORCH_VERSION_MAJOR < 2
-  // LibTorch 1.x autocasts CPU work to bfloat16 only.
-  if (compute_ == torch::kHalf && !device.is_cuda())
-    throw sdk::Error("strategy '" + strategy + "': precision fp16 needs a CUDA device with LibTorch " +
-                     std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
-                     " (its CPU autocast does bf16 only); use precision: bf16 on CPU");
-#else
-  (void)device;
-#endif
   const std::string wire = options.text("comm_dtype");
   wire_ = wire == "auto" ? compute_ : dtype_named(wire, "comm_dtype", strategy);
   const std::string scaling = options.text("loss_scaling");  // auto, dynamic or off: the host checked the choices

@@ -47,8 +47,8 @@ class MixedPrecision {
  public:
   // Full precision: float32 compute and wire, no loss scaling (the plain ps, dps, ring).
   MixedPrecision() = default;
-  // From an -amp variant's options (kMixedPrecisionOptions); checks them against the device.
-  MixedPrecision(const sdk::Options& options, const torch::Device& device, const std::string& strategy);
+  // From an -amp variant's options (kMixedPrecisionOptions); checks their values.
+  MixedPrecision(const sdk::Options& options, const std::string& strategy);
 
   bool enabled() const { return compute_ != torch::kFloat; }
   torch::ScalarType compute_dtype() const { return compute_; }

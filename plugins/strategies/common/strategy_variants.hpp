@@ -34,8 +34,7 @@ class MixedPrecisionVariant final : public Strategy {
     Strategy::check_plan(facts, answer, Name);
   }
 
-  explicit MixedPrecisionVariant(const sdk::PluginContext& c)
-      : Strategy(c, MixedPrecision(c.options, c.device, Name), Name) {}
+  explicit MixedPrecisionVariant(const sdk::PluginContext& c) : Strategy(c, MixedPrecision(c.options, Name), Name) {}
 };
 
 }  // namespace gradsweep::strategies
