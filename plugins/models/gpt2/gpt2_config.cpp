@@ -37,6 +37,11 @@ Gpt2Config resolve_config(const sdk::Options& options) {
                                                  {"block_size", &Gpt2Config::block_size},
                                                  {"vocab_size", &Gpt2Config::vocab_size}});
   config.dropout = resolve_dropout(options, "gpt2");
+  const std::string attention = options.text("attention");
+  if (attention == "explicit")
+    config.attention = AttentionKernel::Explicit;
+  else if (attention != "fused")
+    throw sdk::Error("gpt2: attention '" + attention + "' is not one of fused, explicit");
   if (config.n_embd % config.n_head != 0)
     throw sdk::Error("gpt2: n_embd (" + std::to_string(config.n_embd) + ") must be divisible by n_head (" +
                      std::to_string(config.n_head) + ")");

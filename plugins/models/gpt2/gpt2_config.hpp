@@ -12,6 +12,17 @@
 
 namespace gradsweep::models::gpt2 {
 
+// How attention's scores, softmax and weighted sum are computed (the model option `attention`).
+enum class AttentionKernel {
+  // scaled_dot_product_attention with is_causal: flash or cuDNN kernels on GPU, the fused flash kernel on
+  // CPU; no (T,T) score matrix is kept for backward.
+  Fused,
+  // matmul + mask + softmax + matmul, the reference the fused kernel is tested against. It is also what
+  // runs while training with dropout > 0: the fused kernel draws its own dropout mask, which cannot be
+  // keyed by sample (sdk/sample_dropout.hpp), so the batch split would change the masks.
+  Explicit,
+};
+
 struct Gpt2Config {
   std::int64_t n_layer = 0;
   std::int64_t n_head = 0;
@@ -19,9 +30,10 @@ struct Gpt2Config {
   std::int64_t block_size = 0;  // longest sequence; the size of the position table
   std::int64_t vocab_size = 0;
   double dropout = 0.0;  // embeddings, attention weights, residual branches
+  AttentionKernel attention = AttentionKernel::Fused;
 };
 
-inline constexpr std::array<sdk::OptionSpec, 7> kGpt2Options{{
+inline constexpr std::array<sdk::OptionSpec, 8> kGpt2Options{{
     {"preset", sdk::OptionType::String, nullptr,
      "named size: gpt2-124m, gpt2-bai-100m, gpt2-small-cpu, gpt2-tiny (the sizes below override it)"},
     {"n_layer", sdk::OptionType::Int, nullptr, "number of transformer blocks (default: the preset's)"},
@@ -31,6 +43,9 @@ inline constexpr std::array<sdk::OptionSpec, 7> kGpt2Options{{
      "longest sequence, size of the position table (default: the preset's)"},
     {"vocab_size", sdk::OptionType::Int, nullptr, "number of token ids (default: the preset's)"},
     {"dropout", sdk::OptionType::Float, "0.0", "dropout probability on embeddings, attention and residual branches"},
+    {"attention", sdk::OptionType::String, "fused",
+     "fused (scaled_dot_product_attention) or explicit (matmul, mask, softmax); training with dropout > 0 "
+     "runs explicit, whose dropout is keyed by sample"},
 }};
 
 // The preset (if any) with the user's sizes applied, validated.

@@ -1,5 +1,6 @@
 #include "gpt2_layers.hpp"
 
+#include <ATen/ops/scaled_dot_product_attention.h>
 #include <torch/nn/functional/activation.h>
 
 #include <cmath>
@@ -7,8 +8,9 @@
 
 namespace gradsweep::models::gpt2 {
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(std::int64_t n_embd, std::int64_t n_head, double dropout)
-    : n_head_(n_head), dropout_(dropout) {
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(std::int64_t n_embd, std::int64_t n_head, double dropout,
+                                                 AttentionKernel kernel)
+    : n_head_(n_head), dropout_(dropout), kernel_(kernel) {
   c_attn = register_module("c_attn", torch::nn::Linear(n_embd, 3 * n_embd));
   c_proj = register_module("c_proj", torch::nn::Linear(n_embd, n_embd));
 }
@@ -24,16 +26,25 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const sdk
   const auto q = split_heads(qkv[0]);
   const auto k = split_heads(qkv[1]);
   const auto v = split_heads(qkv[2]);
+  const bool keyed_dropout = is_training() && dropout_ > 0.0;
+  auto y = kernel_ == AttentionKernel::Fused && !keyed_dropout
+               ? at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true)
+               : explicit_attention(q, k, v, drop, site);  // (B,nh,T,hs)
+  y = y.transpose(1, 2).contiguous().view({B, T, C});      // heads side by side again
+  return drop(c_proj(y), dropout_, site + 1, is_training());
+}
 
-  auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_size)));  // (B,nh,T,T)
+torch::Tensor CausalSelfAttentionImpl::explicit_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                                          const torch::Tensor& v, const sdk::SampleDropout& drop,
+                                                          std::uint64_t site) {
+  const std::int64_t T = q.size(2);
+  auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(3))));  // (B,nh,T,T)
   // True above the diagonal: key positions that lie in the query's future. A fresh (T,T) mask per call
   // costs nothing next to the (B,nh,T,T) scores, and follows the input to whatever device it is on.
-  const auto future = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
+  const auto future = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
   att = att.masked_fill(future, -std::numeric_limits<float>::infinity());
   att = drop(torch::softmax(att, /*dim=*/-1), dropout_, site, is_training());
-  auto y = torch::matmul(att, v);                      // (B,nh,T,hs)
-  y = y.transpose(1, 2).contiguous().view({B, T, C});  // heads side by side again
-  return drop(c_proj(y), dropout_, site + 1, is_training());
+  return torch::matmul(att, v);
 }
 
 MlpImpl::MlpImpl(std::int64_t n_embd, double p) : dropout_(p) {
@@ -46,9 +57,9 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x, const sdk::SampleDropout&
   return drop(c_proj(F::gelu(c_fc(x), F::GELUFuncOptions().approximate("tanh"))), dropout_, site, is_training());
 }
 
-BlockImpl::BlockImpl(std::int64_t n_embd, std::int64_t n_head, double dropout) {
+BlockImpl::BlockImpl(std::int64_t n_embd, std::int64_t n_head, double dropout, AttentionKernel kernel) {
   ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({n_embd})));
-  attn = register_module("attn", CausalSelfAttention(n_embd, n_head, dropout));
+  attn = register_module("attn", CausalSelfAttention(n_embd, n_head, dropout, kernel));
   ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({n_embd})));
   mlp = register_module("mlp", Mlp(n_embd, dropout));
 }

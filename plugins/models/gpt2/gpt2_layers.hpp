@@ -5,6 +5,8 @@
 //
 // Dropout is the SDK's keyed dropout (sample_dropout.hpp): each call site has its own number, so masks
 // depend on the sample and not on how the host split the global batch.
+#include "gpt2_config.hpp"
+
 #include <gradsweep/sdk/sample_dropout.hpp>
 
 #include <torch/nn/module.h>
@@ -16,11 +18,10 @@
 
 namespace gradsweep::models::gpt2 {
 
-// Multi-head attention in which position t sees positions 0..t only. Written with matmul + mask +
-// softmax rather than a fused kernel, so one source builds against LibTorch 1.13 and 2.x alike.
+// Multi-head attention in which position t sees positions 0..t only.
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
-  CausalSelfAttentionImpl(std::int64_t n_embd, std::int64_t n_head, double dropout);
+  CausalSelfAttentionImpl(std::int64_t n_embd, std::int64_t n_head, double dropout, AttentionKernel kernel);
   // x is (B,T,C); returns (B,T,C). Dropout sites `site` (attention weights) and `site`+1 (output).
   torch::Tensor forward(const torch::Tensor& x, const sdk::SampleDropout& drop, std::uint64_t site);
 
@@ -28,8 +29,13 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   torch::nn::Linear c_proj{nullptr};  // C -> C: back into the residual stream
 
  private:
+  // Softmax(q k^T / sqrt(hs)) v with the causal mask, each (B,nh,T,hs), by the explicit kernel.
+  torch::Tensor explicit_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                   const sdk::SampleDropout& drop, std::uint64_t site);
+
   std::int64_t n_head_;
   double dropout_;
+  AttentionKernel kernel_;
 };
 TORCH_MODULE(CausalSelfAttention);
 
@@ -52,7 +58,7 @@ TORCH_MODULE(Mlp);
 // stream itself is never normalised until ln_f.
 class BlockImpl : public torch::nn::Module {
  public:
-  BlockImpl(std::int64_t n_embd, std::int64_t n_head, double dropout);
+  BlockImpl(std::int64_t n_embd, std::int64_t n_head, double dropout, AttentionKernel kernel);
   // Dropout sites of a block: `first` .. `first` + kDropoutSites - 1.
   static constexpr std::uint64_t kDropoutSites = 3;
   // x is (B,T,C); returns (B,T,C).

@@ -19,7 +19,8 @@ Gpt2Impl::Gpt2Impl(const Gpt2Config& config) : dropout_(config.dropout) {
   wte = register_module("wte", torch::nn::Embedding(config.vocab_size, config.n_embd));
   wpe = register_module("wpe", torch::nn::Embedding(config.block_size, config.n_embd));
   h = register_module("h", torch::nn::ModuleList());
-  for (std::int64_t i = 0; i < config.n_layer; ++i) h->push_back(Block(config.n_embd, config.n_head, config.dropout));
+  for (std::int64_t i = 0; i < config.n_layer; ++i)
+    h->push_back(Block(config.n_embd, config.n_head, config.dropout, config.attention));
   ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.n_embd})));
   init_weights(config.n_layer);
 }

@@ -1,9 +1,11 @@
 #pragma once
 // Optimizer helpers shared by every strategy: build the experiment's optimizer over a set of tensors,
 // set each step's learning rate, and clip by global norm. Compiled into each plugin (header-only).
+#include <gradsweep/sdk/fused_adamw.hpp>
 #include <gradsweep/sdk/strategy.hpp>
 
-#include <torch/nn/utils/clip_grad.h>
+#include <ATen/ops/_foreach_mul.h>
+#include <ATen/ops/_foreach_norm.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
@@ -15,6 +17,7 @@ namespace gradsweep::sdk {
 
 // Builds the optimizer over two groups: `decay` gets the spec's weight decay, `no_decay` none. Strategies
 // that update slices of parameters (a shard) split by the parent parameter's shape, not the slice's.
+// AdamW is the fused one (fused_adamw.hpp), with LibTorch's AdamW state.
 inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spec,
                                                                const std::vector<torch::Tensor>& decay,
                                                                const std::vector<torch::Tensor>& no_decay) {
@@ -26,7 +29,7 @@ inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSp
     std::vector<torch::optim::OptimizerParamGroup> groups;
     if (!decay.empty()) groups.emplace_back(decay, with_decay(spec.weight_decay));
     if (!no_decay.empty()) groups.emplace_back(no_decay, with_decay(0.0));
-    return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(spec.lr));
+    return std::make_unique<FusedAdamW>(groups, torch::optim::AdamWOptions(spec.lr));
   }
   auto with_decay = [&](double wd) {
     return std::make_unique<torch::optim::SGDOptions>(
@@ -69,15 +72,23 @@ inline void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
 
-// Squared L2 norm over the gradients of `params` (missing gradients count as zero). One float32 norm per
-// tensor and a single read-back: a host sync per tensor would cost more than the norms themselves.
-inline double local_grad_norm_squared(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> norms;
-  norms.reserve(params.size());
+inline std::vector<torch::Tensor> defined_grads(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> grads;
+  grads.reserve(params.size());
   for (const auto& p : params)
-    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
-  if (norms.empty()) return 0.0;
-  return torch::stack(norms).to(torch::kDouble).pow(2).sum().item<double>();
+    if (p.grad().defined()) grads.push_back(p.grad().detach());
+  return grads;
+}
+
+// Squared L2 norm over the gradients of `params` (missing gradients count as zero). The norms are taken on
+// the gradients' device by one multi-tensor call and read back once: a host sync per tensor would cost
+// more than the norms themselves.
+inline double local_grad_norm_squared(const std::vector<torch::Tensor>& params) {
+  const std::vector<torch::Tensor> grads = defined_grads(params);
+  if (grads.empty()) return 0.0;
+  std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
+  for (auto& n : norms) n = n.to(torch::kDouble);
+  return torch::stack(norms).pow(2).sum().item<double>();
 }
 
 // Scales gradients so their global norm is at most `max_norm`; returns the norm before scaling.
@@ -86,8 +97,8 @@ inline double clip_to_norm(const std::vector<torch::Tensor>& params, double norm
   const double norm = std::sqrt(norm_squared);
   if (max_norm > 0.0 && norm > max_norm) {
     const double scale = max_norm / (norm + 1e-6);
-    for (const auto& p : params)
-      if (p.grad().defined()) p.grad().mul_(scale);
+    std::vector<torch::Tensor> grads = defined_grads(params);
+    at::_foreach_mul_(grads, scale);
   }
   return norm;
 }
