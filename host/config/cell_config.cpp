@@ -67,6 +67,11 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
        {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"},
          {0, kMaxThreads}},
         {{"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"}},
+        {{"tf32", OptionType::String, "auto",
+          "TF32 tensor cores for float32 matmuls on CUDA: auto (on for a CUDA device), on or off; the resolved "
+          "config records which"},
+         {},
+         "auto|on|off"},
         {{"comm", OptionType::String, "auto", "communicator backend: auto, local, mpi or nccl"}, {}, kCommChoiceList},
         {{"check_collectives", OptionType::Bool, "false", "check that all ranks issue the same collectives (debug)"}},
         {{"comm_timeout", OptionType::Float, "600",
@@ -239,6 +244,13 @@ void read_run_settings(CellConfig& config, std::map<std::string, sdk::Options>& 
   diag.append(out_of_range);
   if (config.device != "cpu" && config.device.rfind("cuda", 0) != 0)
     diag.error(config.root["runtime"]["device"], "runtime.device", "expected cpu, cuda or cuda:N");
+  const std::string tf32 = host["runtime"].text("tf32");
+  const bool cuda = config.device.rfind("cuda", 0) == 0;
+  if (tf32 == "on" && !cuda)
+    diag.error(config.root["runtime"]["tf32"], "runtime.tf32",
+               "on needs a CUDA device, and runtime.device is " + config.device + " (CPU matmuls have no TF32)");
+  config.tf32 = tf32 == "on" || (tf32 == "auto" && cuda);
+  config.resolved["runtime"]["tf32"] = config.tf32 ? "on" : "off";
 }
 
 }  // namespace

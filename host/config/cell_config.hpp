@@ -58,6 +58,7 @@ struct CellConfig {
   std::string trace = "sampled";  // which steps train/timeline.hpp traces: sampled, all or off
   std::int64_t threads = 0;       // 0 = cores / ranks on this node
   std::string device;
+  bool tf32 = false;          // float32 matmuls on TF32 tensor cores (CUDA only); runtime.tf32 resolved
   double comm_timeout = 600;  // seconds; see comm/collective_timeout.hpp
   std::string comm;           // communicator backend asked for: auto, local, mpi or nccl (see comm_choice.hpp)
   std::vector<std::filesystem::path> plugin_paths;

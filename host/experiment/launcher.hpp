@@ -47,6 +47,9 @@ struct SlurmSettings {
   int cpus_per_task = 0;           // 0 = let Slurm decide
   std::vector<std::string> extra;  // extra "#SBATCH" option lines, e.g. "--mail-type=END"
   int max_concurrent = 0;          // array throttle (--array=...%P); 0 = no cap
+  // Shell lines the batch script runs on the node before srun, as written: what a cluster needs to find
+  // gradsweep's libraries there (module load, a virtual environment's activation, exports).
+  std::vector<std::string> setup;
 };
 
 // launcher.name: emulated (launcher_emulated.hpp): the cell's nodes are network namespaces on this machine
@@ -68,6 +71,7 @@ struct PlannedCell {
   std::vector<std::string> rank_command;
   int nodes = 1;
   int ranks_per_node = 1;
+  bool cuda = false;         // runtime.device is cuda or cuda:N
   int threads_per_rank = 0;  // 0 = `gradsweep train` decides (cores / ranks on the node)
   int gpus_per_node = 0;
   std::string time_limit;  // Slurm time format ("HH:MM:SS", "D-HH:MM:SS"); "" = none

@@ -7,6 +7,8 @@
 #include "experiment/run_order.hpp"
 #include "util/atomic_file.hpp"
 
+#include <torch/cuda.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -222,11 +224,28 @@ CellStatus run_cell(const PlannedCell& cell, const std::vector<std::string>& loc
   return status;
 }
 
+// The local launcher runs every cell on this machine: a cell on a CUDA device where there is none would
+// fail after the cells before it ran. Refused before any cell starts, naming the cells.
+void check_gpu_cells_have_a_gpu(const std::vector<PlannedCell>& cells) {
+  std::string wanting;
+  int count = 0;
+  for (const PlannedCell& cell : cells)
+    if (cell.cuda && count++ < 5) wanting += (wanting.empty() ? "" : ", ") + cell.id;
+  if (count == 0 || torch::cuda::is_available()) return;
+  if (count > 5) wanting += ", ... (" + std::to_string(count) + " in all)";
+  throw std::runtime_error(
+      "cells " + wanting +
+      " set runtime.device: cuda, but this machine has no CUDA device (or this LibTorch no CUDA), and the local "
+      "launcher runs every cell here; nothing was started. Run them on GPU nodes (--launcher slurm), or set "
+      "runtime.device: cpu");
+}
+
 }  // namespace
 
 LaunchResult LocalLauncher::run(const std::vector<PlannedCell>& cells, const LaunchOptions& options,
                                 ProgressSink& progress) {
   allow_mpirun_as_root();
+  if (!options.dry_run) check_gpu_cells_have_a_gpu(cells);
   LaunchResult result;
   for (const PlannedCell& cell : interleaved_order(cells)) {
     if (options.stop_requested != nullptr && options.stop_requested->load()) {

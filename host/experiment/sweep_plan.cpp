@@ -171,9 +171,23 @@ struct LauncherSettings {
   EmulatedCluster emulated;
   sdk::Options slurm;
   std::vector<std::string> extra;  // launcher.slurm.extra: sbatch option lines
+  std::vector<std::string> setup;  // launcher.slurm.setup: shell lines run before srun
   int nodes() const { return static_cast<int>(launcher.integer("nodes")); }
   int ranks_per_node() const { return static_cast<int>(launcher.integer("ranks_per_node")); }
 };
+
+// A list of strings (or one string) under `key` of a launcher.slurm section, into `out`.
+void read_lines(const YAML::Node& slurm_node, const char* key, const char* what, std::vector<std::string>& out,
+                Diagnostics& diag) {
+  if (!slurm_node || !slurm_node.IsMap() || !slurm_node[key]) return;
+  const YAML::Node e = slurm_node[key];
+  if (e.IsSequence() && std::all_of(e.begin(), e.end(), [](const YAML::Node& n) { return n.IsScalar(); }))
+    for (const auto& line : e) out.push_back(line.Scalar());
+  else if (e.IsScalar())
+    out.push_back(e.Scalar());
+  else
+    diag.error(e, std::string("launcher.slurm.") + key, std::string("expected a list of ") + what);
+}
 
 LauncherSettings resolve_launcher(const YAML::Node& root, Diagnostics& diag) {
   const YAML::Node launcher_node = root["launcher"];
@@ -185,16 +199,9 @@ LauncherSettings resolve_launcher(const YAML::Node& root, Diagnostics& diag) {
     host::check_threads_fit_machine(s.launcher.integer("threads"), node_for_key(root, "launcher.threads", false),
                                     "launcher.threads", diag);
   const YAML::Node slurm_node = launcher_node ? launcher_node["slurm"] : YAML::Node();
-  s.slurm = host::resolve_options(slurm_node, "launcher.slurm", kSlurmSpecs, {"extra"}, diag);
-  if (slurm_node && slurm_node.IsMap() && slurm_node["extra"]) {
-    const YAML::Node e = slurm_node["extra"];
-    if (e.IsSequence() && std::all_of(e.begin(), e.end(), [](const YAML::Node& n) { return n.IsScalar(); }))
-      for (const auto& line : e) s.extra.push_back(line.Scalar());
-    else if (e.IsScalar())
-      s.extra.push_back(e.Scalar());
-    else
-      diag.error(e, "launcher.slurm.extra", "expected a list of sbatch option lines");
-  }
+  s.slurm = host::resolve_options(slurm_node, "launcher.slurm", kSlurmSpecs, {"extra", "setup"}, diag);
+  read_lines(slurm_node, "extra", "sbatch option lines", s.extra, diag);
+  read_lines(slurm_node, "setup", "shell lines", s.setup, diag);
   return s;
 }
 
@@ -339,6 +346,7 @@ PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSettings& lau
   cell.rank_command = {binary.string(), "train", cell.config_file.string(), "--out", cell.dir.string()};
   cell.nodes = launch.nodes();
   cell.ranks_per_node = launch.ranks_per_node();
+  cell.cuda = config.device.rfind("cuda", 0) == 0;
   cell.threads_per_rank = threads;
   cell.gpus_per_node = static_cast<int>(slurm.integer("gpus_per_node"));
   cell.time_limit = slurm.text("time");
@@ -351,7 +359,8 @@ PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSettings& lau
                 cell.gpus_per_node,
                 static_cast<int>(slurm.integer("cpus_per_task")),
                 launch.extra,
-                static_cast<int>(slurm.integer("max_concurrent"))};
+                static_cast<int>(slurm.integer("max_concurrent")),
+                launch.setup};
   cell.emulated = launch.emulated;
   cell.repeat = point.repeat;
   return cell;

@@ -22,6 +22,7 @@
 #include "train/unit_events.hpp"
 #include "util/atomic_file.hpp"
 
+#include <ATen/Context.h>
 #include <torch/cuda.h>
 #include <spdlog/spdlog.h>
 
@@ -133,6 +134,11 @@ int prepare_rank(const CellConfig& config, HostCommunicator& comm, const torch::
   if (device.is_cuda() && !torch::cuda::is_available())
     throw ConfigError({config.file + ": runtime.device: '" + config.device +
                        "' asked for, but this LibTorch build or machine has no CUDA device"});
+  if (device.is_cuda()) {
+    // "high" lets cuBLAS use TF32 for float32 products; "highest" keeps full float32.
+    at::globalContext().setFloat32MatmulPrecision(config.tf32 ? "high" : "highest");
+    spdlog::info("float32 matmuls on {}: TF32 {}", config.device, config.tf32 ? "on" : "off");
+  }
   const int threads = choose_threads(static_cast<int>(config.threads), comm.local_size());
   const bool openblas = set_compute_threads(threads);
   spdlog::info("{} compute threads per rank ({} ranks on this node){}", threads, comm.local_size(),

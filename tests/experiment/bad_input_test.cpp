@@ -53,7 +53,7 @@ TEST(BadInput, AValueOutsideAPluginsDeclaredChoicesIsRefusedByTheHost) {
   // ring declares algorithm's choices (SDK 1.4): the host refuses 'rign' with its position; the plugin
   // never sees it.
   const auto r = train("train: {steps: 2, batch_size: 4, seq_len: 32}", "strategy: {name: ring, algorithm: rign}\n");
-  EXPECT_REFUSED(r, "c.yaml:6:35: strategy.algorithm: 'rign' is not one of ring, native, hierarchical");
+  EXPECT_REFUSED(r, "c.yaml:6:35: strategy.algorithm: 'rign' is not one of auto, ring, native, hierarchical");
 }
 
 TEST(BadInput, DuplicateSectionNamesBothLines) {

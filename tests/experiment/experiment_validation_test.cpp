@@ -63,16 +63,17 @@ TEST(ExperimentValidation, SingleOnMoreThanOneRankIsImpossible) {
 
 TEST(ExperimentValidation, ABadChoiceIsRefusedByTheHostWithItsPosition) {
   const auto p = problems("matrix:\n  strategy: [{name: ring, algorithm: rign}]\n");
-  EXPECT_PROBLEM(p, "exp.yaml:8:38: strategy.algorithm: 'rign' is not one of ring, native, hierarchical");
+  EXPECT_PROBLEM(p, "exp.yaml:8:38: strategy.algorithm: 'rign' is not one of auto, ring, native, hierarchical");
   EXPECT_EQ(p.size(), 1u);
 }
 
 TEST(ExperimentValidation, WhatTheBackendCannotDoIsRefusedAtPlanTime) {
   // NCCL offers neither gradsweep's ring nor recv_any: refused by the strategies' plan checks, with the
-  // backend's declared features (Communicator::features), before any process starts.
+  // backend's declared features (Communicator::features), before any process starts. Plain `ring` takes
+  // the default algorithm, auto: NCCL's own allreduce there, accepted.
   const auto p = problems(
-      "runtime: {comm: nccl}\nmatrix:\n  strategy: [ring, {name: ps, mode: async}, "
-      "{name: ring, algorithm: native}]\n  ranks_per_node: [2]\n");
+      "runtime: {comm: nccl}\nmatrix:\n  strategy: [{name: ring, algorithm: ring}, {name: ps, mode: async}, "
+      "{name: ring, algorithm: native}, ring]\n  ranks_per_node: [2]\n");
   EXPECT_PROBLEM(p,
                  "strategy 'ring': algorithm ring is gradsweep's own allreduce over point-to-point, which the "
                  "nccl backend does not offer on 2 ranks; use algorithm: native");

@@ -188,6 +188,27 @@ TEST(BatchScript, AFailingSrunMarksTheCellFailedWithItsExitCode) {
   EXPECT_NE(status.reason.find("code 3"), std::string::npos) << status.reason;
 }
 
+// launcher.slurm.setup: its lines run in the task's shell before srun, so what they set up (a module, a
+// virtual environment) is the ranks' environment.
+TEST(BatchScript, SetupLinesRunBeforeSrunInTheSameShell) {
+  const fs::path root = test::scratch_dir();
+  BatchArray a = hostile_array(root);
+  a.settings.setup = {"export GRADSWEEP_TEST_SETUP='from setup'", "setup_ran() { :; }"};
+  const fs::path script = write_batch_array(a);
+  const std::string text = read_text(script);
+  ASSERT_NE(text.find("\nexport GRADSWEEP_TEST_SETUP='from setup'\nsetup_ran() { :; }\n"), std::string::npos) << text;
+  EXPECT_LT(text.find("export GRADSWEEP_TEST_SETUP"), text.find("srun --mpi=pmix"));
+  fs::create_directories(a.tasks[0].cell_dir);
+  const fs::path bin = root / "fake-bin";
+  write_text(bin / "srun", "#!/bin/bash\nprintf '%s' \"$GRADSWEEP_TEST_SETUP\" > \"$SRUN_SAW\"\nexit 0\n");
+  fs::permissions(bin / "srun", fs::perms::owner_all);
+  const fs::path saw = root / "srun-saw";
+  const test::CommandResult r =
+      run_command("PATH=" + shell_quote(bin.string()) + ":$PATH SRUN_SAW=" + shell_quote(saw.string()) +
+                  " SLURM_ARRAY_JOB_ID=9 SLURM_ARRAY_TASK_ID=0 bash " + shell_quote(script.string()) + " 2>&1");
+  EXPECT_EQ(read_text(saw), "from setup") << r.output;
+}
+
 PlannedCell cell(const std::string& id, int nodes, int ranks, const std::string& time = "") {
   PlannedCell c;
   c.id = id;
@@ -204,8 +225,10 @@ TEST(ResourceShape, CellsWithTheSameResourcesShareOneArray) {
   cells.back().slurm.partition = "gpu";  // same shape name, different sbatch options: its own array
   cells.push_back(cell("g", 1, 1));
   cells.back().gpus_per_node = 4;
+  cells.push_back(cell("h", 1, 1));
+  cells.back().slurm.setup = {"module load cuda"};  // another environment on the node: its own array
   const std::vector<ShapeGroup> groups = group_by_shape(cells);
-  ASSERT_EQ(groups.size(), 5u);
+  ASSERT_EQ(groups.size(), 6u);
   auto ids = [](const ShapeGroup& g) {
     std::string s;
     for (const PlannedCell* c : g.cells) s += c->id;
@@ -219,6 +242,7 @@ TEST(ResourceShape, CellsWithTheSameResourcesShareOneArray) {
   EXPECT_EQ(groups[3].name, "n1x1-2");
   EXPECT_EQ(ids(groups[3]), "f");
   EXPECT_EQ(groups[4].name, "n1x1-g4");
+  EXPECT_EQ(ids(groups[5]), "h");
   for (const ShapeGroup& g : groups) EXPECT_NO_THROW(check_plain_token(g.name, "name"));
 }
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -222,6 +223,23 @@ TEST(SweepExitCodes, NonZeroWhileACellIsFailedAlsoWhenLeftAlone) {
   const auto status = test::run_command(test::gradsweep("status " + (dir / "out").string()));
   EXPECT_EQ(status.exit_code, 1) << status.output;
   EXPECT_NE(status.output.find("2 cells: 1 failed 1 ok"), std::string::npos) << status.output;
+}
+
+// The local launcher runs every cell here: a GPU cell on a machine without one is refused before the CPU
+// cells before it have run.
+TEST(SweepGpuCells, AreRefusedBeforeAnyCellStartsOnAMachineWithoutAGpu) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "this machine has a CUDA device";
+  const fs::path dir = test::scratch_dir();
+  test::write_text(dir / "exp.yaml", test::tiny_experiment("launcher: {threads: 1}\ninclude:\n  - {train.lr: 1e-3}\n"
+                                                           "  - {train.lr: 2e-3, runtime.device: cuda}\n",
+                                                           2));
+  const auto r = run(dir / "exp.yaml", dir / "out");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("set runtime.device: cuda, but this machine has no CUDA device"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("nothing was started"), std::string::npos) << r.output;
+  for (const auto& cell : fs::directory_iterator(dir / "out" / "cells"))
+    EXPECT_FALSE(fs::exists(cell.path() / "rank-0.log")) << cell.path();
 }
 
 TEST_F(SweepRun, ForceRerunsEveryCellFromScratch) {

@@ -80,6 +80,21 @@ TEST(CellConfig, SemanticChecksAfterTypes) {
   EXPECT_NE(all.find("runtime.device: expected cpu, cuda or cuda:N"), std::string::npos) << all;
 }
 
+TEST(CellConfig, Tf32IsOnForCudaByDefaultAndRefusedOnCpuNamingTheKey) {
+  EXPECT_FALSE(parse_cell_config(kValid, "exp.yaml", "/base").tf32);
+  const auto cuda = parse_cell_config(kValid, "exp.yaml", "/base", {"runtime.device=cuda:0"});
+  EXPECT_TRUE(cuda.tf32);
+  EXPECT_EQ(cuda.resolved["runtime"]["tf32"].as<std::string>(), "on");
+  EXPECT_FALSE(parse_cell_config(kValid, "exp.yaml", "/base", {"runtime.device=cuda", "runtime.tf32=off"}).tf32);
+  std::string yaml = kValid;
+  yaml += "runtime:\n  tf32: on\n";
+  const auto problems = problems_of(yaml);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("exp.yaml:13:9: runtime.tf32: on needs a CUDA device, and runtime.device is cpu"),
+            std::string::npos)
+      << problems[0];
+}
+
 TEST(CellConfig, OverridesApplyAndCreateSections) {
   const auto c =
       parse_cell_config(kValid, "exp.yaml", "/base", {"train.lr=5e-4", "strategy.name=ring", "eval.every=7"});

@@ -17,6 +17,16 @@ TEST(Cli, VersionAndHelp) {
   const auto v = test::run_command(gradsweep("--version"));
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_NE(v.output.find("SDK ABI"), std::string::npos) << v.output;
+  // The LibTorch, CUDA and NCCL it was built against.
+  EXPECT_NE(v.output.find("torch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR)),
+            std::string::npos)
+      << v.output;
+#if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
+  EXPECT_NE(v.output.find("nccl " + std::to_string(GRADSWEEP_NCCL_VERSION / 10000) + "."), std::string::npos)
+      << v.output;
+  EXPECT_NE(v.output.find("cuda " + std::to_string(GRADSWEEP_CUDA_VERSION / 1000) + "."), std::string::npos)
+      << v.output;
+#endif
   for (const char* sub : {"train", "plugins", "prepare"}) {
     const auto h = test::run_command(gradsweep(std::string(sub) + " --help"));
     EXPECT_EQ(h.exit_code, 0) << sub;
@@ -28,6 +38,8 @@ TEST(Cli, PluginsJsonListsEveryBuiltPlugin) {
   const auto r = test::run_command(gradsweep("plugins --json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["host_build"].get<std::string>().rfind("torch " + std::to_string(TORCH_VERSION_MAJOR) + ".", 0), 0u)
+      << j["host_build"];
   std::set<std::string> names;
   for (const auto& p : j["plugins"]) {
     names.insert(p["kind"].get<std::string>() + ":" + p["name"].get<std::string>());
@@ -48,7 +60,8 @@ TEST(Cli, PluginsNameShowsEveryOptionWithTypeDefaultAndHelp) {
   EXPECT_NE(text.output.find("strategy ring"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("bucket_mb  float, default 25"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("overlap  bool, default true"), std::string::npos) << text.output;
-  EXPECT_NE(text.output.find("algorithm  string, default ring, one of ring, native, hierarchical"), std::string::npos)
+  EXPECT_NE(text.output.find("algorithm  string, default auto, one of auto, ring, native, hierarchical"),
+            std::string::npos)
       << text.output;
   EXPECT_NE(text.output.find("reproduces single"), std::string::npos) << "declared capabilities: " << text.output;
   EXPECT_EQ(text.output.find("lstm_lm"), std::string::npos) << "only the plugin asked for";

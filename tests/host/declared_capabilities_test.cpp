@@ -44,7 +44,8 @@ TEST(DeclaredCapabilities, InTreeStrategiesDeclareThemAndTheirChoices) {
   const auto choices = host::option_choices(ring);
   ASSERT_EQ(specs.size(), choices.size());
   EXPECT_EQ(std::string(specs[0].key), "algorithm");
-  EXPECT_EQ(choices[0], "ring|native|hierarchical");
+  EXPECT_EQ(choices[0], "auto|ring|native|hierarchical");
+  EXPECT_EQ(std::string(specs[0].default_value), "auto");
   EXPECT_FALSE(host::declared_capabilities(registry.find(PluginKind::Strategy, "ring-amp"))->synchronous_exact);
   EXPECT_TRUE(host::declared_capabilities(registry.find(PluginKind::Strategy, "sampled"))->restricts_vocabulary);
   for (const char* name : {"single", "ring", "ring-amp", "dps", "dps-amp", "ps", "ps-amp", "sampled"})
@@ -95,6 +96,12 @@ TEST(DeclaredCapabilities, WhatTheBackendLacksIsRefusedAndAServerThatServesDoesN
             std::string::npos)
       << ring.refusal;
   EXPECT_EQ(host::refusal_key(ring, 1), "strategy.algorithm");
+  // The default, auto, is the backend's own allreduce there: accepted.
+  const sdk::Options auto_options(std::map<std::string, sdk::Options::Value>{{"algorithm", std::string("auto")}});
+  EXPECT_EQ(
+      host::check_strategy_plan(registry.find(PluginKind::Strategy, "ring"), facts_for(2, auto_options, "nccl", nccl))
+          .refusal,
+      "");
 
   const sdk::Options ps_async(
       std::map<std::string, sdk::Options::Value>{{"mode", std::string("async")}, {"server_computes", false}});

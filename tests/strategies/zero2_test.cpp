@@ -136,7 +136,7 @@ TEST(Zero2Options, BadValuesAreRefusedNamingKeyValueAndRange) {
       {"strategy.bucket_mb=0",
        "strategy 'zero2': bucket_mb = 0 is out of range; it must be a finite number of MiB > 0"},
       {"strategy.first_bucket_mb=-2", "first_bucket_mb = -2 is out of range"},
-      {"strategy.algorithm=tree", "strategy.algorithm: 'tree' is not one of ring, native, hierarchical"},
+      {"strategy.algorithm=tree", "strategy.algorithm: 'tree' is not one of auto, ring, native, hierarchical"},
   };
   for (const auto& [override_, message] : cases) {
     const TrainingRun run = train_tiny(TinyModel::Gpt2, 1, "zero2", {override_}, 2);

@@ -178,8 +178,12 @@ std::string batch_script_text(const BatchArray& a) {
   for (const std::string& extra : s.extra) out << "#SBATCH " << sbatch_extra_option(extra) << "\n";
   out << "\ngradsweep=" << shell_quote(a.gradsweep_binary.string()) << "\n"
       << "cells_file=" << shell_quote(a.cells_file().string()) << "\n"
-      << "threads=" << a.threads_per_rank << "\n"
-      << kBody;
+      << "threads=" << a.threads_per_rank << "\n";
+  if (!s.setup.empty()) {
+    out << "\n# launcher.slurm.setup, as written in the experiment file: the nodes' environment for the ranks\n";
+    for (const std::string& line : s.setup) out << line << "\n";
+  }
+  out << kBody;
   return out.str();
 }
 

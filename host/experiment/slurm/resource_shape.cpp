@@ -16,6 +16,8 @@ std::string shape_key(const PlannedCell& c) {
                     '\x1f' + s.constraint + '\x1f' + std::to_string(s.gpus_per_node) + '\x1f' +
                     std::to_string(s.cpus_per_task) + '\x1f' + std::to_string(s.max_concurrent);
   for (const auto& e : s.extra) key += '\x1f' + e;
+  key += '\x1e';  // the setup lines after a separator of their own: an extra line never reads as one
+  for (const auto& line : s.setup) key += '\x1f' + line;
   return key;
 }
 

@@ -20,7 +20,8 @@ std::int64_t inner_steps_option(const sdk::Options& options) {
 
 DilocoStrategy::DilocoStrategy(const sdk::PluginContext& context)
     : Strategy(context),
-      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, kName))),
+      comm_(sdk::collective::with_algorithm(context.comm,
+                                            algorithm_option(context.options, context.comm.features(), kName))),
       inner_steps_(inner_steps_option(context.options)),
       outer_(kName, context.options.number("outer_lr"), context.options.number("outer_momentum"),
              context.options.flag("nesterov")) {}

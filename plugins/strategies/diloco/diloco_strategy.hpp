@@ -28,8 +28,10 @@ inline constexpr std::array<sdk::OptionDecl, 5> kDilocoOptions{{
     {"outer_lr", sdk::OptionType::Float, "0.7", "outer SGD learning rate (the paper's 0.7)"},
     {"outer_momentum", sdk::OptionType::Float, "0.9", "outer SGD momentum, in [0, 1) (the paper's 0.9)"},
     {"nesterov", sdk::OptionType::Bool, "true", "Nesterov momentum for the outer step (the paper's choice)"},
-    {"algorithm", sdk::OptionType::String, "ring",
-     "allreduce of the parameters: ring (gradsweep's), hierarchical, or native (the backend's)", kAlgorithmChoices},
+    {"algorithm", sdk::OptionType::String, "auto",
+     "auto: ring on MPI, native on NCCL; allreduce of the parameters: ring (gradsweep's), hierarchical, or native (the "
+     "backend's)",
+     kAlgorithmChoices},
 }};
 
 class DilocoStrategy final : public sdk::Strategy {

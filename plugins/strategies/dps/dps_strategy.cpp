@@ -12,7 +12,8 @@ namespace gradsweep::strategies {
 DpsStrategy::DpsStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name)
     : Strategy(context),
       amp_(precision),
-      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, name))) {}
+      comm_(sdk::collective::with_algorithm(context.comm,
+                                            algorithm_option(context.options, context.comm.features(), name))) {}
 
 void DpsStrategy::on_setup(const sdk::StrategySetup& setup) {
   params_ = sdk::tensors_of(setup.parameters);

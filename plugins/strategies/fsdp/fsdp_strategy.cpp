@@ -28,7 +28,8 @@ std::vector<std::vector<torch::Tensor>> group_parameters(const sdk::StrategySetu
 
 FsdpStrategy::FsdpStrategy(const sdk::PluginContext& context)
     : Strategy(context),
-      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, "fsdp"))) {}
+      comm_(sdk::collective::with_algorithm(context.comm,
+                                            algorithm_option(context.options, context.comm.features(), "fsdp"))) {}
 
 void FsdpStrategy::on_setup(const sdk::StrategySetup& setup) {
   spec_ = setup.optimizer;

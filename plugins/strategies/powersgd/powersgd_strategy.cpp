@@ -27,7 +27,8 @@ void wait(std::unique_ptr<sdk::Request>& request) {
 
 PowerSgdStrategy::PowerSgdStrategy(const sdk::PluginContext& context)
     : Strategy(context),
-      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, "powersgd"))),
+      comm_(sdk::collective::with_algorithm(context.comm,
+                                            algorithm_option(context.options, context.comm.features(), "powersgd"))),
       settings_{at_least(context.options, "rank", 1), at_least(context.options, "min_compress_size", 0),
                 static_cast<std::uint64_t>(context.options.integer("seed"))},
       start_step_(at_least(context.options, "start_step", 0)) {}

@@ -29,8 +29,9 @@ inline constexpr std::array<sdk::OptionDecl, 5> kPowerSgdOptions{{
     {"min_compress_size", sdk::OptionType::Int, "1024",
      "matrices with fewer elements are allreduced uncompressed, as vectors always are (>= 0)"},
     {"seed", sdk::OptionType::Int, "0", "seed of the first random Q, the same on every rank"},
-    {"algorithm", sdk::OptionType::String, "ring",
-     "ring: gradsweep's ring allreduce over point-to-point; hierarchical (MPI backend); native: the backend's",
+    {"algorithm", sdk::OptionType::String, "auto",
+     "auto: ring on MPI, native on NCCL; ring: gradsweep's ring allreduce over point-to-point; hierarchical (MPI "
+     "backend); native: the backend's",
      kAlgorithmChoices},
 }};
 

@@ -12,7 +12,8 @@ RingStrategy::RingStrategy(const sdk::PluginContext& context, MixedPrecision pre
     : Strategy(context),
       name_(name),
       amp_(precision),
-      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, name))),
+      comm_(sdk::collective::with_algorithm(context.comm,
+                                            algorithm_option(context.options, context.comm.features(), name))),
       bucket_mb_(context.options.number("bucket_mb")),
       first_bucket_mb_(std::min(bucket_mb_, context.options.number("first_bucket_mb"))),
       overlap_(context.options.flag("overlap")) {

@@ -22,8 +22,9 @@
 namespace gradsweep::strategies {
 
 inline constexpr std::array<sdk::OptionDecl, 4> kRingOptions{{
-    {"algorithm", sdk::OptionType::String, "ring",
-     "ring: gradsweep's ring allreduce over point-to-point; hierarchical: intra-node reduce-scatter, "
+    {"algorithm", sdk::OptionType::String, "auto",
+     "auto: ring on MPI, native on NCCL; ring: gradsweep's ring allreduce over point-to-point; hierarchical: "
+     "intra-node reduce-scatter, "
      "inter-node allreduce, intra-node all-gather (MPI backend); native: the backend's own allreduce",
      kAlgorithmChoices},
     {"bucket_mb", sdk::OptionType::Float, "25", "fusion bucket size in MiB (Horovod's and DDP's default is 25)"},

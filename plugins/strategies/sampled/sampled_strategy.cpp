@@ -16,7 +16,8 @@ const std::string kName = "sampled";
 
 SampledStrategy::SampledStrategy(const sdk::PluginContext& context)
     : Strategy(context),
-      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, kName))),
+      comm_(sdk::collective::with_algorithm(context.comm,
+                                            algorithm_option(context.options, context.comm.features(), kName))),
       // The host has checked every choice (kSampledOptions).
       ps_(context.options.text("transport") == "ps"),
       async_(context.options.text("mode") == "async"),

@@ -42,8 +42,9 @@ inline constexpr std::array<sdk::OptionDecl, 8> kSampledOptions{{
     {"seed", sdk::OptionType::Int, "0", "seed of the per-step draw (mixed with the step number)"},
     {"transport", sdk::OptionType::String, "ring", "ring: allreduce of the rows; ps: a parameter server on rank 0",
      "ring|ps"},
-    {"algorithm", sdk::OptionType::String, "ring",
-     "transport ring: gradsweep's ring, its hierarchical allreduce, or the backend's native allreduce",
+    {"algorithm", sdk::OptionType::String, "auto",
+     "auto: ring on MPI, native on NCCL; transport ring: gradsweep's ring, its hierarchical allreduce, or the "
+     "backend's native allreduce",
      kAlgorithmChoices},
     {"mode", sdk::OptionType::String, "async", "transport ps: sync or async, as in strategy ps", "sync|async"},
     {"exchange", sdk::OptionType::String, "sparse",

@@ -12,7 +12,8 @@ namespace gradsweep::strategies {
 
 TopkStrategy::TopkStrategy(const sdk::PluginContext& context)
     : Strategy(context),
-      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, "topk"))),
+      comm_(sdk::collective::with_algorithm(context.comm,
+                                            algorithm_option(context.options, context.comm.features(), "topk"))),
       ratio_percent_(context.options.number("ratio_percent")),
       momentum_(context.options.number("momentum")),
       warmup_steps_(context.options.integer("warmup_steps")) {

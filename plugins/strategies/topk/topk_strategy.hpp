@@ -30,8 +30,9 @@ inline constexpr std::array<sdk::OptionDecl, 4> kTopkOptions{{
      "DGC's local momentum (momentum correction), in [0, 1); use with train.optimizer sgd and train.momentum 0"},
     {"warmup_steps", sdk::OptionType::Int, "0",
      "dense steps (momentum-corrected gradient allreduced whole) before sparsification starts (>= 0)"},
-    {"algorithm", sdk::OptionType::String, "ring",
-     "ring: gradsweep's ring over point-to-point; hierarchical (MPI backend); native: the backend's collectives",
+    {"algorithm", sdk::OptionType::String, "auto",
+     "auto: ring on MPI, native on NCCL; ring: gradsweep's ring over point-to-point; hierarchical (MPI backend); "
+     "native: the backend's collectives",
      kAlgorithmChoices},
 }};
 

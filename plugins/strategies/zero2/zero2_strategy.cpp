@@ -33,7 +33,8 @@ Zero2Strategy::Zero2Strategy(const sdk::PluginContext& context, MixedPrecision p
     : Strategy(context),
       name_(name),
       amp_(precision),
-      comm_(sdk::collective::with_algorithm(context.comm, algorithm_option(context.options, name))),
+      comm_(sdk::collective::with_algorithm(context.comm,
+                                            algorithm_option(context.options, context.comm.features(), name))),
       bucket_mb_(positive_mb(context.options, "bucket_mb", name)),
       first_bucket_mb_(std::min(bucket_mb_, positive_mb(context.options, "first_bucket_mb", name))),
       overlap_(context.options.flag("overlap")) {}
