@@ -61,7 +61,7 @@ echo "NCCL:     $nccl_root ($(ls "$nccl_root"/lib/libnccl.so* 2>/dev/null | tr '
 echo "CUDA:     $cuda_root"
 
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGRADSWEEP_BUILD_TESTS=OFF -DGRADSWEEP_WITH_NCCL=ON
-  "-DCMAKE_PREFIX_PATH=$torch_prefix;$prefix/usr;$libdir/cmake"
+  "-DGRADSWEEP_PYTHON=$(command -v python3)" "-DCMAKE_PREFIX_PATH=$torch_prefix;$prefix/usr;$libdir/cmake"
   "-DNCCL_ROOT=$nccl_root" "-DCUDAToolkit_ROOT=$cuda_root" "-DCMAKE_CUDA_COMPILER=$nvcc_bin")
 # Open MPI from the .debs: point FindMPI at the library and headers (its wrapper compiler's paths
 # would be Debian's /usr, not the prefix). A machine with its own mpicxx uses that instead.

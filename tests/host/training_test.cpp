@@ -134,8 +134,10 @@ TEST(Training, StepsReuseFreedMemoryUnlessTheUserTunedMalloc) {
   ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
   EXPECT_NE(tuned.output.find("malloc's thresholds left as they are"), std::string::npos) << tuned.output;
   const long given_back = faults_over_last_steps(dir / "tuned" / "metrics.jsonl", 4);
-  EXPECT_LT(kept, 200) << "minor faults over 4 steps with freed memory kept";
-  EXPECT_GT(given_back, 10 * std::max(kept, 100L)) << "with glibc's defaults: " << given_back << ", kept: " << kept;
+  // LibTorch 2.15 on this model: 100-420 faults over 4 steps kept (its kernels' own small buffers), 3,300
+  // or more given back; without the reuse both are the latter.
+  EXPECT_LT(kept, 1000) << "minor faults over 4 steps with freed memory kept";
+  EXPECT_GT(given_back, 4 * std::max(kept, 100L)) << "with glibc's defaults: " << given_back << ", kept: " << kept;
 }
 
 TEST(Training, SameSeedGivesIdenticalLosses) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <sstream>
 
 namespace gradsweep {
@@ -49,17 +50,26 @@ double max_relative_difference(const std::vector<torch::Tensor>& a, const std::v
   return worst;
 }
 
+// Steps [from, to) of two optimizers over their own copies of the parameters, with the same gradients;
+// `alter` may change the second copy's gradients before its step.
+void step_both(torch::optim::Optimizer& a, const std::vector<torch::Tensor>& a_params, torch::optim::Optimizer& b,
+               const std::vector<torch::Tensor>& b_params, int from, int to,
+               const std::function<void(const std::vector<torch::Tensor>&)>& alter = {}) {
+  for (int step = from; step < to; ++step) {
+    set_grads(a_params, step);
+    set_grads(b_params, step);
+    if (alter) alter(b_params);
+    a.step();
+    b.step();
+  }
+}
+
 TEST(FusedAdamW, MatchesLibTorchsAdamWToFp32Rounding) {
   const auto reference_params = make_params();
   const auto fused_params = clones(reference_params);
   auto reference = adamw<torch::optim::AdamW>(reference_params);
   auto fused = adamw<sdk::FusedAdamW>(fused_params);
-  for (int step = 0; step < 20; ++step) {
-    set_grads(reference_params, step);
-    set_grads(fused_params, step);
-    reference->step();
-    fused->step();
-  }
+  step_both(*reference, reference_params, *fused, fused_params, 0, 20);
   // 20 updates of 3e-3 each moved every parameter; the two agree to float32 rounding.
   EXPECT_GT(max_relative_difference(fused_params, make_params()), 1e-3);
   EXPECT_LT(max_relative_difference(fused_params, reference_params), 1e-5);
@@ -72,12 +82,7 @@ TEST(FusedAdamW, ResumesFromACheckpointExactly) {
   const auto resumed = clones(straight);
   auto uninterrupted = adamw<sdk::FusedAdamW>(straight);
   auto first = adamw<sdk::FusedAdamW>(resumed);
-  for (int step = 0; step < 5; ++step) {
-    set_grads(straight, step);
-    set_grads(resumed, step);
-    uninterrupted->step();
-    first->step();
-  }
+  step_both(*uninterrupted, straight, *first, resumed, 0, 5);
   std::stringstream checkpoint;
   {
     torch::serialize::OutputArchive archive;
@@ -91,12 +96,7 @@ TEST(FusedAdamW, ResumesFromACheckpointExactly) {
     archive.load_from(checkpoint);
     second->load(archive);
   }
-  for (int step = 5; step < 10; ++step) {
-    set_grads(straight, step);
-    set_grads(resumed, step);
-    uninterrupted->step();
-    second->step();
-  }
+  step_both(*uninterrupted, straight, *second, resumed, 5, 10);
   for (size_t i = 0; i < straight.size(); ++i) EXPECT_TRUE(torch::equal(straight[i], resumed[i])) << i;
 }
 
@@ -105,15 +105,11 @@ TEST(FusedAdamW, StridedGradientsTakeLibTorchsPathWithTheSameResult) {
   const auto fused_params = clones(reference_params);
   auto reference = adamw<torch::optim::AdamW>(reference_params);
   auto fused = adamw<sdk::FusedAdamW>(fused_params);
-  for (int step = 0; step < 3; ++step) {
-    set_grads(reference_params, step);
-    set_grads(fused_params, step);
-    // A transposed copy seen through a transpose: the same values, not contiguous.
-    fused_params[0].mutable_grad() = fused_params[0].grad().t().contiguous().t();
-    ASSERT_FALSE(fused_params[0].grad().is_contiguous());
-    reference->step();
-    fused->step();
-  }
+  // A transposed copy seen through a transpose: the same values, not contiguous.
+  step_both(*reference, reference_params, *fused, fused_params, 0, 3, [](const std::vector<torch::Tensor>& params) {
+    params[0].mutable_grad() = params[0].grad().t().contiguous().t();
+    ASSERT_FALSE(params[0].grad().is_contiguous());
+  });
   EXPECT_LT(max_relative_difference(fused_params, reference_params), 1e-6);
 }
 
