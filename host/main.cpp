@@ -27,7 +27,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"gradsweep: which way of sharing gradients trains my model fastest?"};
-  // "gradsweep 0.1.0 (SDK ABI 1.4; torch 2.15, cxx11-abi 1, gcc 12.2.0, cuda 13.0.0, nccl 2.30.7)"
+  // "gradsweep 0.1.0 (SDK ABI 1.4; torch 2.15, cxx11-abi 1, gcc 12.2.0, cuda 13.0, nccl 2.30.7)"
   app.set_version_flag("--version", std::string("gradsweep ") + GRADSWEEP_VERSION + " (SDK ABI " +
                                         std::to_string(gradsweep::sdk::kAbiMajor) + "." +
                                         std::to_string(gradsweep::sdk::kAbiMinor) + "; " +

@@ -242,10 +242,10 @@ void read_run_settings(CellConfig& config, std::map<std::string, sdk::Options>& 
   config.comm_timeout = host["runtime"].number("comm_timeout");
   check_threads_fit_machine(config.threads, config.root["runtime"]["threads"], "runtime.threads", diag);
   diag.append(out_of_range);
-  if (config.device != "cpu" && config.device.rfind("cuda", 0) != 0)
+  const bool cuda = is_cuda_device(config.device);
+  if (config.device != "cpu" && !cuda)
     diag.error(config.root["runtime"]["device"], "runtime.device", "expected cpu, cuda or cuda:N");
   const std::string tf32 = host["runtime"].text("tf32");
-  const bool cuda = config.device.rfind("cuda", 0) == 0;
   if (tf32 == "on" && !cuda)
     diag.error(config.root["runtime"]["tf32"], "runtime.tf32",
                "on needs a CUDA device, and runtime.device is " + config.device + " (CPU matmuls have no TF32)");

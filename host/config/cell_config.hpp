@@ -44,6 +44,9 @@ struct TrainSettings {
   sdk::OptimizerSpec optimizer;
 };
 
+// runtime.device names a CUDA device: "cuda" or "cuda:N".
+inline bool is_cuda_device(const std::string& device) { return device.rfind("cuda", 0) == 0; }
+
 struct CellConfig {
   std::string file;  // where it came from, for messages
   YAML::Node root;   // as written, after --set overrides

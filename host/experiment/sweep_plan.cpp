@@ -346,7 +346,7 @@ PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSettings& lau
   cell.rank_command = {binary.string(), "train", cell.config_file.string(), "--out", cell.dir.string()};
   cell.nodes = launch.nodes();
   cell.ranks_per_node = launch.ranks_per_node();
-  cell.cuda = config.device.rfind("cuda", 0) == 0;
+  cell.cuda = host::is_cuda_device(config.device);
   cell.threads_per_rank = threads;
   cell.gpus_per_node = static_cast<int>(slurm.integer("gpus_per_node"));
   cell.time_limit = slurm.text("time");

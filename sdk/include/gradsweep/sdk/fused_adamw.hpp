@@ -7,8 +7,8 @@
 #include <ATen/ops/_fused_adamw.h>
 #include <torch/optim/adamw.h>
 
-#include <map>
 #include <memory>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -45,12 +45,21 @@ class FusedAdamW : public torch::optim::AdamW {
     return true;
   }
 
+  static torch::Tensor step_tensor(std::vector<std::tuple<std::int64_t, torch::Device, torch::Tensor>>& made,
+                                   std::int64_t step, const torch::Device& device) {
+    for (const auto& [s, d, t] : made)
+      if (s == step && d == device) return t;
+    made.emplace_back(step, device,
+                      torch::full({}, static_cast<double>(step), torch::dtype(torch::kFloat).device(device)));
+    return std::get<2>(made.back());
+  }
+
   void step_group(torch::optim::OptimizerParamGroup& group) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
     // The kernel reads each parameter's step count from a float tensor on its device; parameters at the
-    // same count share one.
-    std::map<std::pair<std::int64_t, std::string>, torch::Tensor> step_tensors;
+    // same count on the same device share one (in practice one per group).
+    std::vector<std::tuple<std::int64_t, torch::Device, torch::Tensor>> step_tensors;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto& slot = state_[p.unsafeGetTensorImpl()];
@@ -64,15 +73,12 @@ class FusedAdamW : public torch::optim::AdamW {
       }
       auto& state = static_cast<torch::optim::AdamWParamState&>(*slot);
       state.step(state.step() + 1);
-      auto& count = step_tensors[{state.step(), p.device().str()}];
-      if (!count.defined())
-        count = torch::full({}, static_cast<double>(state.step()), torch::dtype(torch::kFloat).device(p.device()));
       params.push_back(p);
       grads.push_back(p.grad());
       exp_avgs.push_back(state.exp_avg());
       exp_avg_sqs.push_back(state.exp_avg_sq());
       if (o.amsgrad()) max_exp_avg_sqs.push_back(state.max_exp_avg_sq());
-      steps.push_back(count);
+      steps.push_back(step_tensor(step_tensors, state.step(), p.device()));
     }
     if (params.empty()) return;
     const auto [beta1, beta2] = o.betas();
