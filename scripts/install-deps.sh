@@ -39,8 +39,17 @@ else
 fi
 
 # The Python environment. The python3 first on PATH makes it (a pyenv or conda python works as well as
-# Debian's); pip skips what is already installed at the pinned version.
-venv=${GRADSWEEP_VENV:-$PWD/.venv}
+# Debian's); pip skips what is already installed at the pinned version. It lives outside the clone, one
+# per set of pins, and .venv links to it: every clone then builds against the same paths (ccache reuses
+# their objects), and the libraries stay readable by other users when a clone's folder is private (the
+# tests run gradsweep as `nobody`).
+pins=$(sha256sum scripts/requirements.txt | cut -c1-12)
+shared=${GRADSWEEP_CACHE:-/var/cache/gradsweep}
+mkdir -p "$shared" 2>/dev/null && [ -w "$shared" ] || shared=$HOME/.cache/gradsweep
+venv=${GRADSWEEP_VENV:-$shared/venv-$pins}
+if [ -L .venv ] || [ ! -e .venv ]; then
+  mkdir -p "$venv" && ln -sfn "$venv" .venv
+fi
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv" || /usr/bin/python3 -m venv "$venv"
 fi
