@@ -98,9 +98,14 @@ class Block(nn.Module):
 
 
 class Gpt2(nn.Module):
-    def __init__(self, n_layer, n_head, n_embd, block_size, vocab_size, dropout=0.0):
+    def __init__(self, n_layer, n_head, n_embd, block_size, vocab_size, dropout=0.0, vocab_multiple=1):
         super().__init__()
-        self.wte = nn.Embedding(vocab_size, n_embd)  # also the output projection (tied head)
+        self.vocab_size = vocab_size
+        # Rows rounded up to vocab_multiple, as gradsweep's model.vocab_multiple (nanoGPT's 50304); the
+        # padding rows start at zero and their logits are masked, so they never train.
+        padded = -(-vocab_size // vocab_multiple) * vocab_multiple
+        # From empty memory, as gradsweep makes it: nn.Embedding's own draw would shift every later one.
+        self.wte = nn.Embedding(padded, n_embd, _weight=torch.empty(padded, n_embd))  # also the tied output head
         self.wpe = nn.Embedding(block_size, n_embd)
         self.drop = nn.Dropout(dropout)
         self.h = nn.ModuleList([Block(n_embd, n_head, dropout) for _ in range(n_layer)])
@@ -118,6 +123,9 @@ class Gpt2(nn.Module):
                 p.fill_(1.0) if name.endswith(".weight") else p.zero_()
             elif name.endswith(".bias"):
                 p.zero_()
+            elif name == "wte.weight":
+                p[: self.vocab_size].normal_(0.0, std)
+                p[self.vocab_size :].zero_()
             elif name.endswith("c_proj.weight"):
                 p.normal_(0.0, residual_std)
             else:
@@ -133,14 +141,16 @@ class Gpt2(nn.Module):
 
     def loss(self, idx, targets):
         hidden = self.forward(idx)
-        logits = F.linear(hidden, self.wte.weight).float()  # (B,T,V), cross-entropy in float32
+        logits = F.linear(hidden, self.wte.weight).float()  # (B,T,Vp), cross-entropy in float32
+        logits[..., self.vocab_size :] = float("-inf")
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
 
 
-def formula_params(n_layer, n_embd, block_size, vocab_size):
-    # docs/models.md: V*C + block_size*C + n_layer*(12C^2 + 13C) + 2C
+def formula_params(n_layer, n_embd, block_size, vocab_size, vocab_multiple=1):
+    # docs/models.md: Vp*C + block_size*C + n_layer*(12C^2 + 13C) + 2C, Vp = V rounded up to vocab_multiple
     C = n_embd
-    return vocab_size * C + block_size * C + n_layer * (12 * C * C + 13 * C) + 2 * C
+    padded = -(-vocab_size // vocab_multiple) * vocab_multiple
+    return padded * C + block_size * C + n_layer * (12 * C * C + 13 * C) + 2 * C
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -202,6 +212,7 @@ def add_arguments(ap):
     for key in ("n_layer", "n_head", "n_embd", "block_size", "vocab"):
         ap.add_argument("--" + key.replace("_", "-"), dest=key, type=int)
     ap.add_argument("--dropout", type=float, default=0.0)
+    ap.add_argument("--vocab-multiple", type=int, default=128, help="pad the embedding's rows (model.vocab_multiple)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--steps", type=int, default=30)
@@ -232,6 +243,8 @@ def check_arguments(ap, args):
         if sizes[i] <= 0:
             ap.error(f"{key} must be positive")
     args.sizes = sizes
+    if args.vocab_multiple < 1:
+        ap.error("--vocab-multiple must be at least 1")
     if sizes[2] % sizes[1]:
         ap.error("n_embd must be divisible by n_head")
     if args.seq_len > sizes[3]:
@@ -251,9 +264,9 @@ def build_model(args):
     """The seeded model; None after printing why if its parameter count disagrees with a reference."""
     n_layer, n_head, n_embd, block_size, vocab = args.sizes
     torch.manual_seed(args.seed)
-    model = Gpt2(n_layer, n_head, n_embd, block_size, vocab, args.dropout)
+    model = Gpt2(n_layer, n_head, n_embd, block_size, vocab, args.dropout, args.vocab_multiple)
     params = sum(p.numel() for p in model.parameters())
-    checks = {"formula (docs/models.md)": formula_params(n_layer, n_embd, block_size, vocab)}
+    checks = {"formula (docs/models.md)": formula_params(n_layer, n_embd, block_size, vocab, args.vocab_multiple)}
     if args.expect_params is not None:
         checks["--expect-params"] = args.expect_params
     if args.gradsweep_summary:

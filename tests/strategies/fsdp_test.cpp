@@ -13,10 +13,11 @@ namespace gradsweep::test {
 namespace {
 namespace fs = std::filesystem;
 
-// gpt2-tiny as the strategy tests configure it (n_layer 2, n_embd 64, vocab 257, block_size 32): the root
-// unit (wte, wpe, ln_f) and one block (ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj with their biases).
+// gpt2-tiny as the strategy tests configure it (n_layer 2, n_embd 64, vocab 257 in 384 rows, block_size 32):
+// the root unit (wte, wpe, ln_f) and one block (ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj with their
+// biases).
 constexpr std::int64_t kEmbd = 64, kLayers = 2;
-constexpr std::int64_t kRootNumel = 257 * kEmbd + 32 * kEmbd + 2 * kEmbd;
+constexpr std::int64_t kRootNumel = 384 * kEmbd + 32 * kEmbd + 2 * kEmbd;
 constexpr std::int64_t kBlockNumel = 12 * kEmbd * kEmbd + 13 * kEmbd;
 
 // Peak parameter bytes per rank: every unit's shard (each padded to a multiple of N) plus the root and

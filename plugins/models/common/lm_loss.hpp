@@ -9,6 +9,8 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/types.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 namespace gradsweep::models {
@@ -34,8 +36,13 @@ inline void check_batch(const sdk::Batch& batch, std::int64_t block_size, const 
 // (B,T,V) logits are never formed and only the gathered rows receive a gradient. log_q, when defined,
 // is subtracted from every position's logits (the sampled-softmax correction), and the targets are
 // subset->targets, which index into rows.
+//
+// `vocab_size` below weight's rows says that rows vocab_size.. are padding (a GEMM width tensor cores
+// tile evenly): their logits are set to -inf, so the softmax, the loss and every real gradient are the
+// unpadded model's, and the padding rows receive no gradient. A subset names real rows only.
 inline torch::Tensor lm_head_loss(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& bias,
-                                  const sdk::Batch& batch, const sdk::OutputSubset* subset) {
+                                  const sdk::Batch& batch, const sdk::OutputSubset* subset,
+                                  std::int64_t vocab_size = -1) {
   namespace F = torch::nn::functional;
   torch::Tensor w = weight;
   torch::Tensor b = bias;
@@ -56,6 +63,11 @@ inline torch::Tensor lm_head_loss(const torch::Tensor& hidden, const torch::Tens
   // float32, where its log-sum-exp does not lose the small differences that carry the gradient.
   auto logits = F::linear(hidden, w, b).to(torch::kFloat);  // (B,T,V) or (B,T,S)
   if (subset != nullptr && subset->log_q.defined()) logits = logits - subset->log_q.to(logits.options());
+  const std::int64_t rows = logits.size(-1);
+  // In place: the projection's backward does not read its output, and a masked copy would be one more
+  // (B,T,V) float tensor at the step's memory peak.
+  if (subset == nullptr && vocab_size >= 0 && vocab_size < rows)
+    logits.narrow(-1, vocab_size, rows - vocab_size).fill_(-std::numeric_limits<float>::infinity());
   return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
 

@@ -31,9 +31,16 @@ struct Gpt2Config {
   std::int64_t vocab_size = 0;
   double dropout = 0.0;  // embeddings, attention weights, residual branches
   AttentionKernel attention = AttentionKernel::Fused;
+  // wte's rows are vocab_size rounded up to a multiple of this (1: none). The output projection is then
+  // a GEMM whose width tensor cores tile evenly (50257 -> 50304, as llm.c and nanoGPT pad); the extra
+  // rows start at zero, their logits are masked out of the softmax, so they never train and the loss is
+  // the unpadded model's.
+  std::int64_t vocab_multiple = 128;
+
+  std::int64_t padded_vocab() const { return (vocab_size + vocab_multiple - 1) / vocab_multiple * vocab_multiple; }
 };
 
-inline constexpr std::array<sdk::OptionSpec, 8> kGpt2Options{{
+inline constexpr std::array<sdk::OptionSpec, 9> kGpt2Options{{
     {"preset", sdk::OptionType::String, nullptr,
      "named size: gpt2-124m, gpt2-bai-100m, gpt2-small-cpu, gpt2-tiny (the sizes below override it)"},
     {"n_layer", sdk::OptionType::Int, nullptr, "number of transformer blocks (default: the preset's)"},
@@ -46,6 +53,9 @@ inline constexpr std::array<sdk::OptionSpec, 8> kGpt2Options{{
     {"attention", sdk::OptionType::String, "fused",
      "fused (scaled_dot_product_attention) or explicit (matmul, mask, softmax); training with dropout > 0 "
      "runs explicit, whose dropout is keyed by sample"},
+    {"vocab_multiple", sdk::OptionType::Int, "128",
+     "the embedding's rows are vocab_size rounded up to a multiple of this (1: none); the extra logits are "
+     "masked, so the loss is unchanged"},
 }};
 
 // The preset (if any) with the user's sizes applied, validated.

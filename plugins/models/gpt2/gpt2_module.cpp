@@ -14,9 +14,13 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-Gpt2Impl::Gpt2Impl(const Gpt2Config& config) : dropout_(config.dropout) {
+Gpt2Impl::Gpt2Impl(const Gpt2Config& config) : dropout_(config.dropout), vocab_size_(config.vocab_size) {
   // Registration order is the parameter order every rank reports: wte, wpe, h.0 ... h.{L-1}, ln_f.
-  wte = register_module("wte", torch::nn::Embedding(config.vocab_size, config.n_embd));
+  // Made from uninitialised memory: Embedding's own N(0,1) draw would take as many numbers as wte has
+  // rows, so the padding would shift every draw after it (init_weights draws wte's real rows).
+  wte =
+      register_module("wte", torch::nn::Embedding(torch::nn::EmbeddingOptions(config.padded_vocab(), config.n_embd)
+                                                      ._weight(torch::empty({config.padded_vocab(), config.n_embd}))));
   wpe = register_module("wpe", torch::nn::Embedding(config.block_size, config.n_embd));
   h = register_module("h", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < config.n_layer; ++i)
@@ -28,7 +32,8 @@ Gpt2Impl::Gpt2Impl(const Gpt2Config& config) : dropout_(config.dropout) {
 // As in GPT-2 (and nanoGPT, llm.c): every matrix and both embeddings ~ N(0, 0.02), biases zero,
 // LayerNorm gain one and shift zero. The two projections that write into the residual stream
 // (attn.c_proj, mlp.c_proj) get std 0.02/sqrt(2*n_layer): the stream sums 2*n_layer of them, and this
-// keeps its variance at initialisation independent of depth.
+// keeps its variance at initialisation independent of depth. wte's padding rows are zero and take no
+// draw, so that a padded model starts where the unpadded one does.
 void Gpt2Impl::init_weights(std::int64_t n_layer) {
   torch::NoGradGuard no_grad;
   const double std_dev = 0.02;
@@ -41,6 +46,9 @@ void Gpt2Impl::init_weights(std::int64_t n_layer) {
       ends_with(name, ".weight") ? p.fill_(1.0) : p.zero_();
     } else if (ends_with(name, ".bias")) {
       p.zero_();
+    } else if (name == "wte.weight") {
+      p.narrow(0, 0, vocab_size_).normal_(0.0, std_dev);
+      p.narrow(0, vocab_size_, p.size(0) - vocab_size_).zero_();
     } else if (ends_with(name, "c_proj.weight")) {
       p.normal_(0.0, residual_std);
     } else {

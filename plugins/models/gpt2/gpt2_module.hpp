@@ -24,13 +24,16 @@ class Gpt2Impl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& idx, const sdk::SampleDropout& drop = {},
                         const sdk::UnitCalls* units = nullptr);
 
-  torch::nn::Embedding wte{nullptr};  // (V,C): input embedding and, transposed, the output projection
+  // (Vp,C), V rounded up to Gpt2Config::vocab_multiple: input embedding and, transposed, the output
+  // projection; rows V.. are padding.
+  torch::nn::Embedding wte{nullptr};
   torch::nn::Embedding wpe{nullptr};  // (block_size,C)
   torch::nn::ModuleList h{nullptr};   // n_layer Blocks
   torch::nn::LayerNorm ln_f{nullptr};
 
  private:
   double dropout_;
+  std::int64_t vocab_size_;  // wte's real rows
   // GPT-2's initialisation (see the definition for the rules).
   void init_weights(std::int64_t n_layer);
 };

@@ -20,8 +20,8 @@ class Gpt2Model final : public sdk::Model {
     for (const auto& p : net_->parameters()) num_parameters_ += p.numel();
     context.log.info("gpt2: " + std::to_string(config_.n_layer) + " layers, " + std::to_string(config_.n_head) +
                      " heads, n_embd " + std::to_string(config_.n_embd) + ", block_size " +
-                     std::to_string(config_.block_size) + ", vocab " + std::to_string(config_.vocab_size) + ", " +
-                     std::to_string(num_parameters_) + " parameters");
+                     std::to_string(config_.block_size) + ", vocab " + std::to_string(config_.vocab_size) +
+                     padding_note() + ", " + std::to_string(num_parameters_) + " parameters");
   }
 
  protected:
@@ -37,6 +37,8 @@ class Gpt2Model final : public sdk::Model {
 
   // The module's registration order, under its dotted names ("h.3.attn.c_attn.weight"). wte is the only
   // row-sparse parameter: a step touches the rows of the tokens it reads and of the outputs it scores.
+  // Its padding rows (Gpt2Config::vocab_multiple) are parameters too: they are what the GEMM, the
+  // optimizer and the gradient exchange handle, so they count in num_parameters, as in llm.c.
   std::vector<sdk::Parameter> named_parameters() override {
     std::vector<sdk::Parameter> out;
     for (const auto& item : net_->named_parameters())
@@ -47,7 +49,7 @@ class Gpt2Model final : public sdk::Model {
   torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
     models::check_batch(batch, config_.block_size, "gpt2");
     const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch), &unit_calls());  // (B,T,C)
-    return models::lm_head_loss(hidden, net_->wte->weight, /*bias=*/{}, batch, subset);
+    return models::lm_head_loss(hidden, net_->wte->weight, /*bias=*/{}, batch, subset, config_.vocab_size);
   }
 
   // SDK 1.4: each block is a unit, "h.<i>"; the embeddings (wte is also the tied head) and ln_f are the root.
@@ -74,6 +76,11 @@ class Gpt2Model final : public sdk::Model {
   void train_mode(bool training) override { net_->train(training); }
 
  private:
+  std::string padding_note() const {
+    const std::int64_t padded = config_.padded_vocab();
+    return padded == config_.vocab_size ? "" : " (wte padded to " + std::to_string(padded) + " rows)";
+  }
+
   Gpt2Config config_;
   Gpt2 net_;
   std::int64_t num_parameters_ = 0;
