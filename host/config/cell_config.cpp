@@ -62,7 +62,11 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
         {{"trace", OptionType::String, "sampled",
           "timeline of the steps in trace.json: sampled (first measured, middle, last), all or off"},
          {},
-         "sampled|all|off"}}},
+         "sampled|all|off"},
+        {{"kernel_profile", OptionType::Int, "0",
+          "profile this many steps after the first with LibTorch's profiler and split their time by kernel class "
+          "(GEMM, attention, elementwise/norm, optimizer, communication, other) into kernel-profile.json (0 = off)"},
+         {0, kMaxCount}}}},
       {"runtime",
        {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"},
          {0, kMaxThreads}},
@@ -236,6 +240,11 @@ void read_run_settings(CellConfig& config, std::map<std::string, sdk::Options>& 
   config.log_every = host["metrics"].integer("log_every");
   config.peak_flops = host["metrics"].number("peak_flops");
   config.trace = host["metrics"].text("trace");
+  config.kernel_profile = host["metrics"].integer("kernel_profile");
+  if (config.kernel_profile >= config.train.steps && config.kernel_profile > 0)
+    diag.error(config.root["metrics"]["kernel_profile"], "metrics.kernel_profile",
+               "profiles the steps after the first (a warm-up), so it must be below train.steps (" +
+                   std::to_string(config.train.steps) + ")");
   config.threads = host["runtime"].integer("threads");
   config.device = host["runtime"].text("device");
   config.comm = host["runtime"].text("comm");

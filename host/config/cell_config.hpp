@@ -7,7 +7,7 @@
 //   train:    {steps, batch_size, micro_batch, seq_len, optimizer, lr, ...}
 //   eval:     {every, batches}
 //   checkpoint: {every}
-//   metrics:  {log_every, peak_flops, trace}
+//   metrics:  {log_every, peak_flops, trace, kernel_profile}
 //   runtime:  {threads, device, comm}
 //   plugins:  {paths: [DIR, ...]}
 //
@@ -57,9 +57,10 @@ struct CellConfig {
   std::int64_t eval_every = 0, eval_batches = 0;
   std::int64_t checkpoint_every = 0;
   std::int64_t log_every = 1;
-  double peak_flops = 0.0;        // 0 = measure
-  std::string trace = "sampled";  // which steps train/timeline.hpp traces: sampled, all or off
-  std::int64_t threads = 0;       // 0 = cores / ranks on this node
+  double peak_flops = 0.0;          // 0 = measure
+  std::string trace = "sampled";    // which steps train/timeline.hpp traces: sampled, all or off
+  std::int64_t kernel_profile = 0;  // steps after the first profiled by kernel class (0 = off)
+  std::int64_t threads = 0;         // 0 = cores / ranks on this node
   std::string device;
   bool tf32 = false;          // float32 matmuls on TF32 tensor cores (CUDA only); runtime.tf32 resolved
   double comm_timeout = 600;  // seconds; see comm/collective_timeout.hpp

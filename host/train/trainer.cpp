@@ -11,6 +11,7 @@
 #include "train/autocast_scope.hpp"
 #include "train/checkpoint.hpp"
 #include "train/gradient_hooks.hpp"
+#include "train/kernel_profiler.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/machine.hpp"
 #include "train/memory_reuse.hpp"
@@ -202,6 +203,10 @@ class CellTraining {
   double evaluate();
   void log_step(const StepRecord& record, bool last);
   void checkpoint_after(std::int64_t step, bool last);
+  // metrics.kernel_profile: starts the profiler before the step after the first, and after the last
+  // profiled step (or the run's last) sums what it recorded by kernel class.
+  void profile_before(std::int64_t step);
+  void profile_after(std::int64_t step, double step_seconds);
   nlohmann::json write_summary();
 
   const TrainRequest& request_;
@@ -243,6 +248,10 @@ class CellTraining {
   const std::int64_t start_step_;
   MetricsLog log_;
   Timeline timeline_;
+  std::optional<KernelProfiler> profiler_;
+  std::int64_t profiled_steps_ = 0;
+  double profiled_seconds_ = 0.0;
+  std::optional<KernelProfile> kernel_profile_;
   RunTotals totals_;
   double train_loss_ = std::nan(""), val_loss_ = std::nan("");
 };
@@ -333,6 +342,7 @@ bool CellTraining::take_step(std::int64_t step) {
                  request_.stop_after);
     return false;
   }
+  profile_before(step);
   const auto step_start = Clock::now();
   timeline_.begin_step(step, step_start);
   fault_injection::enter_step(step);  // GRADSWEEP_INJECT_FAULT's clock (gradsweep check strategy)
@@ -363,6 +373,7 @@ bool CellTraining::take_step(std::int64_t step) {
   timeline_.span(Phase::Report, report_start);
   t.step = seconds_since(step_start);
   timeline_.end_step(t.step);
+  profile_after(step, t.step);
   const CommStats& comm_stats = report.ranks[static_cast<std::size_t>(comm_.rank())].comm;
   t.comm = comm_stats.seconds;
   train_loss_ = report.mean_loss;
@@ -474,6 +485,23 @@ void CellTraining::checkpoint_after(std::int64_t step, bool last) {
   if (unit_steps_) comm_.take_stats();  // a sharding strategy's gathering for the checkpoint: not a step's traffic
 }
 
+void CellTraining::profile_before(std::int64_t step) {
+  if (config_.kernel_profile > 0 && step == start_step_ + 1) profiler_.emplace(is_cuda_device(config_.device));
+}
+
+void CellTraining::profile_after(std::int64_t step, double step_seconds) {
+  if (!profiler_) return;
+  profiled_seconds_ += step_seconds;
+  if (++profiled_steps_ < config_.kernel_profile && step + 1 < train_.steps) return;
+  const std::vector<KernelRecord> records = profiler_->stop();
+  kernel_profile_ = summarize_kernels(records, profiler_->source(), profiled_steps_,
+                                      profiled_seconds_ / static_cast<double>(profiled_steps_));
+  profiler_.reset();
+  if (comm_.rank() != 0) return;
+  spdlog::info("{}", kernel_profile_->table());
+  util::write_file_atomically(request_.out_dir / "kernel-profile.json", kernel_profile_->to_json().dump(2) + "\n");
+}
+
 // summary.json and config.resolved.yaml (rank 0 writes them; every rank returns the summary).
 nlohmann::json CellTraining::write_summary() {
   YAML::Node resolved = YAML::Clone(config_.resolved);
@@ -486,6 +514,7 @@ nlohmann::json CellTraining::write_summary() {
   nlohmann::json summary = make_summary(facts, totals_, train_loss_, val_loss_, resolved);
   summary["step_breakdown"] = timeline_.finish();
   summary["trace"] = timeline_.cost();
+  if (kernel_profile_) summary["kernel_profile"] = kernel_profile_->to_json();
   check_mfu_against_peak(totals_.mfu, vocabulary_steps_, peak_, threads_, peak_cache_);
   if (comm_.rank() == 0) {
     util::write_file_atomically(request_.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");

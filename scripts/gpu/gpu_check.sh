@@ -100,7 +100,7 @@ fi
 run_step "NCCL backend collectives (one rank)" 120 ./build-gpu/host/nccl_check || true
 
 # ---- 4. GPT-2 124M, one rank, NCCL backend -------------------------------------------------------------
-# Byte-level text is enough to time GPT-2 124M (its 50257-row embedding is there either way); the
+# Byte-level text is enough to time GPT-2 124M (its 50304-row padded embedding is there either way); the
 # repository's own text makes a shard large enough for 16 x 1024-token batches without any download.
 src=(README.md docs host sdk plugins)
 [ -d /usr/share/games/fortunes ] && src=(/usr/share/games/fortunes "${src[@]}")
@@ -117,7 +117,10 @@ train() {  # name, then --set overrides
 export -f train
 # --set strategy={...} replaces the file's whole strategy section (its `precision` is single's option).
 run_step "single fp32" 150 train single-fp32 --set 'strategy={name: single, precision: fp32}' || true
-run_step "single bf16" 120 train single-bf16 --set 'strategy={name: single, precision: bf16}' || true
+# The bf16 run also splits 5 steps by kernel class (metrics.kernel_profile): the issue's GEMM, attention,
+# elementwise/norm, optimizer and other.
+run_step "single bf16" 120 train single-bf16 --set 'strategy={name: single, precision: bf16}' \
+  --set metrics.kernel_profile=5 || true
 run_step "ring fp32 (NCCL allreduce)" 150 train ring-fp32 --set 'strategy={name: ring, algorithm: native}' || true
 run_step "ring-amp bf16 (NCCL allreduce)" 120 train ring-amp-bf16 \
   --set 'strategy={name: ring-amp, precision: bf16, algorithm: native}' || true
@@ -134,6 +137,14 @@ for p in sorted(pathlib.Path(sys.argv[1]).glob("*/summary.json")):
     print(f"{p.parent.name:>14}: {s.get('tokens_per_sec', 0):9.0f} tokens/s, MFU {s.get('mfu', 0):.3f} "
           f"(peak {s.get('peak_flops_per_rank', 0):.3g} FLOP/s), step {s.get('step_time_s', 0)*1e3:6.1f} ms, "
           f"loss {s.get('final_train_loss', float('nan')):.3f}, comm {s.get('comm_backend', '?')}, status {s.get('status')}")
+    k = s.get("kernel_profile")
+    if k:
+        busy = k["busy_seconds"] or 1.0
+        print(f"{'':>14}  kernels ({k['source']}, {k['steps']} steps), ms per step of {k['step_seconds']*1e3:.1f}: "
+              + ", ".join(f"{c} {v*1e3:.1f} ({100*v/busy:.0f}%)" for c, v in k["seconds"].items()))
+        for t in k["top"][:8]:
+            print(f"{'':>16}{t['seconds']*1e3:8.2f} ms  {t['class']:<16} {t['name'][:90]}")
+# Goals (issue 23): 200,000 tokens/s from LibTorch alone, 471,000 (llm.c's per-GPU rate) in the end.
 PY
 echo "total $(($(date +%s) - started)) s"
 if [ ${#failed[@]} -gt 0 ]; then
