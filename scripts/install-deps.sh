@@ -40,10 +40,11 @@ fi
 
 # The Python environment. The python3 first on PATH makes it (a pyenv or conda python works as well as
 # Debian's); pip skips what is already installed at the pinned version. It lives outside the clone, one
-# per set of pins, and .venv links to it: every clone then builds against the same paths (ccache reuses
+# per torch pin, and .venv links to it: every clone then builds against the same paths (ccache reuses
 # their objects), and the libraries stay readable by other users when a clone's folder is private (the
-# tests run gradsweep as `nobody`).
-pins=$(sha256sum scripts/requirements.txt | cut -c1-12)
+# tests run gradsweep as `nobody`). Only the torch pin names it: the build embeds the venv's path, so a
+# new test reference installs into the same venv instead of moving it and rebuilding everything.
+pins=$(grep -E '^torch==' scripts/requirements.txt | sha256sum | cut -c1-12)
 shared=${GRADSWEEP_CACHE:-/var/cache/gradsweep}
 mkdir -p "$shared" 2>/dev/null && [ -w "$shared" ] || shared=$HOME/.cache/gradsweep
 venv=${GRADSWEEP_VENV:-$shared/venv-$pins}

@@ -82,6 +82,26 @@ INSTANTIATE_TEST_SUITE_P(Strategies, KitPasses,
                            return name;
                          });
 
+// The kit's cell with Llama as the model (--cell): the fsdp and ring strategies pass every property on it,
+// fsdp over Llama's own units.
+class KitPassesOnLlama : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(KitPassesOnLlama, EveryPropertyPasses) {
+  const fs::path cell = scratch_dir("llama-cell-" + std::string(GetParam())) / "cell.yaml";
+  write_text(cell,
+             "model: {name: llama, preset: llama-tiny, vocab_size: 257, block_size: 32}\nstrategy: {name: single}\n"
+             "train: {batch_size: 12, seq_len: 32, lr: 3e-3, grad_clip: 1.0, seed: 7}\neval: {batches: 2}\n"
+             "metrics: {peak_flops: 1e10}\nruntime: {threads: 1}\n");
+  const Check c = check(GetParam(), "--ranks 1,2 --cell " + cell.string());
+  ASSERT_TRUE(c.report.is_object()) << c.result.output;
+  EXPECT_EQ(c.result.exit_code, 0) << findings_text(c.report) << c.result.output;
+  EXPECT_TRUE(c.report["passed"].get<bool>()) << findings_text(c.report);
+  EXPECT_EQ(finding(c.report, "exact", 2)["verdict"], "PASS") << findings_text(c.report);
+  EXPECT_NE(c.result.output.find("llama"), std::string::npos) << c.result.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, KitPassesOnLlama, ::testing::Values("ring", "fsdp"));
+
 TEST(KitFails, DeclaredExactButNotExact) {
   const Check c = check("conformance_inexact", "--ranks 1,2");
   EXPECT_EQ(c.result.exit_code, 1) << c.result.output;

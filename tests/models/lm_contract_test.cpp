@@ -204,6 +204,7 @@ TEST_P(LmContract, MalformedSubsetIsRefused) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, LmContract,
                          ::testing::Values(ModelCase{"gpt2", "preset: gpt2-tiny", "wte.weight"},
+                                           ModelCase{"llama", "preset: llama-tiny", "lm_head.weight"},
                                            ModelCase{"lstm_lm", "preset: lstm-tiny", "output.weight"}),
                          [](const ::testing::TestParamInfo<ModelCase>& info) {
                            return std::string(info.param.plugin);

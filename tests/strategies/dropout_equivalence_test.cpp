@@ -37,7 +37,7 @@ TEST_P(DropoutEquivalence, LossMatchesSingleAtEveryStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, DropoutEquivalence,
-                         ::testing::Combine(::testing::Values(TinyModel::Gpt2, TinyModel::Lstm),
+                         ::testing::Combine(::testing::Values(TinyModel::Gpt2, TinyModel::Llama, TinyModel::Lstm),
                                             ::testing::Values(2, 3), ::testing::Values("ring", "dps")),
                          [](const auto& info) {
                            return name_of(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) +
@@ -64,7 +64,8 @@ TEST_P(DropoutMicroBatches, AnyMicroBatchSizeGivesTheSameLosses) {
   EXPECT_GT(max_relative_difference(plain.losses(), reference.losses()), 1e-3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, DropoutMicroBatches, ::testing::Values(TinyModel::Gpt2, TinyModel::Lstm),
+INSTANTIATE_TEST_SUITE_P(Models, DropoutMicroBatches,
+                         ::testing::Values(TinyModel::Gpt2, TinyModel::Llama, TinyModel::Lstm),
                          [](const auto& info) { return name_of(info.param); });
 
 }  // namespace

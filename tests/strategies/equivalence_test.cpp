@@ -1,5 +1,5 @@
 // Synchronous strategies reproduce `single` at the same global batch: same seed, same data, float32,
-// the loss at every one of 20 steps within 1e-5 relative, at 2 and 4 ranks, on GPT-2 and the LSTM.
+// the loss at every one of 20 steps within 1e-5 relative, at 2 and 4 ranks, on GPT-2, Llama and the LSTM.
 #include "strategies/strategy_runs.hpp"
 
 #include <gtest/gtest.h>
@@ -46,7 +46,7 @@ TEST_P(Equivalence, LossMatchesSingleAtEveryStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, Equivalence,
-                         ::testing::Combine(::testing::Values(TinyModel::Gpt2, TinyModel::Lstm),
+                         ::testing::Combine(::testing::Values(TinyModel::Gpt2, TinyModel::Llama, TinyModel::Lstm),
                                             ::testing::Values(2, 4), ::testing::Range(0, 6)),
                          [](const auto& info) {
                            return name_of(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) +

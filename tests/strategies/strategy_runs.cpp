@@ -15,6 +15,7 @@ namespace fs = std::filesystem;
 std::string name_of(TinyModel model) {
   switch (model) {
     case TinyModel::Gpt2: return "gpt2";
+    case TinyModel::Llama: return "llama";
     case TinyModel::Lstm: return "lstm";
     case TinyModel::LstmWords: return "lstm-words";
     case TinyModel::BigramWords: return "bigram-words";
@@ -27,6 +28,7 @@ namespace {
 std::string model_section(TinyModel model) {
   switch (model) {
     case TinyModel::Gpt2: return "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n";
+    case TinyModel::Llama: return "model: {name: llama, preset: llama-tiny, vocab_size: 257, block_size: 32}\n";
     case TinyModel::Lstm: return "model: {name: lstm_lm, preset: lstm-tiny, vocab_size: 257}\n";
     case TinyModel::LstmWords:
       return "model: {name: lstm_lm, preset: lstm-tiny, vocab_size: " + std::to_string(kWordCorpusVocab) + "}\n";

@@ -13,7 +13,7 @@ namespace gradsweep::test {
 
 // Gpt2 and Lstm read the byte-level corpus; LstmWords the word-level one (vocabulary 2000), and so
 // does BigramWords, the test plugin `bigram` (tests/strategies/plugins; GRADSWEEP_PLUGIN_PATH must name it).
-enum class TinyModel { Gpt2, Lstm, LstmWords, BigramWords };
+enum class TinyModel { Gpt2, Llama, Lstm, LstmWords, BigramWords };
 std::string name_of(TinyModel model);
 
 struct TrainingRun {

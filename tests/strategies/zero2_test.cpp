@@ -40,6 +40,7 @@ TEST_P(Zero2Equivalence, LossMatchesSingleAtEveryStep) {
 INSTANTIATE_TEST_SUITE_P(Strategies, Zero2Equivalence,
                          ::testing::Values(std::make_tuple(TinyModel::Gpt2, 2, "native"),
                                            std::make_tuple(TinyModel::Gpt2, 4, "ring"),
+                                           std::make_tuple(TinyModel::Llama, 2, "native"),
                                            std::make_tuple(TinyModel::Lstm, 2, "native")),
                          [](const auto& info) {
                            return name_of(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) +

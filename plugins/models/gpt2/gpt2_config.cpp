@@ -37,15 +37,8 @@ Gpt2Config resolve_config(const sdk::Options& options) {
                                                  {"block_size", &Gpt2Config::block_size},
                                                  {"vocab_size", &Gpt2Config::vocab_size}});
   config.dropout = resolve_dropout(options, "gpt2");
-  const std::string attention = options.text("attention");
-  if (attention == "explicit")
-    config.attention = AttentionKernel::Explicit;
-  else if (attention != "fused")
-    throw sdk::Error("gpt2: attention '" + attention + "' is not one of fused, explicit");
-  config.vocab_multiple = options.integer("vocab_multiple");
-  if (config.vocab_multiple < 1)
-    throw sdk::Error("gpt2: vocab_multiple must be at least 1 (1: no padding), got " +
-                     std::to_string(config.vocab_multiple));
+  config.attention = parse_attention_kernel(options.text("attention"), "gpt2");
+  config.vocab_multiple = resolve_vocab_multiple(options, "gpt2");
   if (config.n_embd % config.n_head != 0)
     throw sdk::Error("gpt2: n_embd (" + std::to_string(config.n_embd) + ") must be divisible by n_head (" +
                      std::to_string(config.n_head) + ")");

@@ -4,6 +4,9 @@
 // A preset fixes every size; any size the user also gives overrides the preset's. Without a preset every
 // size must be given. The resolved config is validated here, before a single tensor is allocated, so a
 // bad experiment fails with a sentence naming the option rather than with a LibTorch shape error.
+#include "causal_attention.hpp"   // plugins/models/common
+#include "padded_vocabulary.hpp"  // plugins/models/common
+
 #include <gradsweep/sdk/options.hpp>
 
 #include <array>
@@ -12,16 +15,7 @@
 
 namespace gradsweep::models::gpt2 {
 
-// How attention's scores, softmax and weighted sum are computed (the model option `attention`).
-enum class AttentionKernel {
-  // scaled_dot_product_attention with is_causal: flash or cuDNN kernels on GPU, the fused flash kernel on
-  // CPU; no (T,T) score matrix is kept for backward.
-  Fused,
-  // matmul + mask + softmax + matmul, the reference the fused kernel is tested against. It is also what
-  // runs while training with dropout > 0: the fused kernel draws its own dropout mask, which cannot be
-  // keyed by sample (sdk/sample_dropout.hpp), so the batch split would change the masks.
-  Explicit,
-};
+using models::AttentionKernel;
 
 struct Gpt2Config {
   std::int64_t n_layer = 0;
@@ -37,7 +31,7 @@ struct Gpt2Config {
   // the unpadded model's.
   std::int64_t vocab_multiple = 128;
 
-  std::int64_t padded_vocab() const { return (vocab_size + vocab_multiple - 1) / vocab_multiple * vocab_multiple; }
+  std::int64_t padded_vocab() const { return padded_rows(vocab_size, vocab_multiple); }
 };
 
 inline constexpr std::array<sdk::OptionSpec, 9> kGpt2Options{{
@@ -53,9 +47,7 @@ inline constexpr std::array<sdk::OptionSpec, 9> kGpt2Options{{
     {"attention", sdk::OptionType::String, "fused",
      "fused (scaled_dot_product_attention) or explicit (matmul, mask, softmax); training with dropout > 0 "
      "runs explicit, whose dropout is keyed by sample"},
-    {"vocab_multiple", sdk::OptionType::Int, "128",
-     "the embedding's rows are vocab_size rounded up to a multiple of this (1: none); the extra logits are "
-     "masked, so the loss is unchanged"},
+    {"vocab_multiple", sdk::OptionType::Int, "128", kVocabMultipleHelp},
 }};
 
 // The preset (if any) with the user's sizes applied, validated.

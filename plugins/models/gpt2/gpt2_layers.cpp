@@ -1,10 +1,6 @@
 #include "gpt2_layers.hpp"
 
-#include <ATen/ops/scaled_dot_product_attention.h>
 #include <torch/nn/functional/activation.h>
-
-#include <cmath>
-#include <limits>
 
 namespace gradsweep::models::gpt2 {
 
@@ -26,25 +22,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const sdk
   const auto q = split_heads(qkv[0]);
   const auto k = split_heads(qkv[1]);
   const auto v = split_heads(qkv[2]);
-  const bool keyed_dropout = is_training() && dropout_ > 0.0;
-  auto y = kernel_ == AttentionKernel::Fused && !keyed_dropout
-               ? at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true)
-               : explicit_attention(q, k, v, drop, site);  // (B,nh,T,hs)
-  y = y.transpose(1, 2).contiguous().view({B, T, C});      // heads side by side again
+  auto y = causal_attention(q, k, v, {kernel_, &drop, dropout_, site, is_training()});  // (B,nh,T,hs)
+  y = y.transpose(1, 2).contiguous().view({B, T, C});                                   // heads side by side again
   return drop(c_proj(y), dropout_, site + 1, is_training());
-}
-
-torch::Tensor CausalSelfAttentionImpl::explicit_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                                          const torch::Tensor& v, const sdk::SampleDropout& drop,
-                                                          std::uint64_t site) {
-  const std::int64_t T = q.size(2);
-  auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(3))));  // (B,nh,T,T)
-  // True above the diagonal: key positions that lie in the query's future. A fresh (T,T) mask per call
-  // costs nothing next to the (B,nh,T,T) scores, and follows the input to whatever device it is on.
-  const auto future = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
-  att = att.masked_fill(future, -std::numeric_limits<float>::infinity());
-  att = drop(torch::softmax(att, /*dim=*/-1), dropout_, site, is_training());
-  return torch::matmul(att, v);
 }
 
 MlpImpl::MlpImpl(std::int64_t n_embd, double p) : dropout_(p) {

@@ -29,10 +29,6 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   torch::nn::Linear c_proj{nullptr};  // C -> C: back into the residual stream
 
  private:
-  // Softmax(q k^T / sqrt(hs)) v with the causal mask, each (B,nh,T,hs), by the explicit kernel.
-  torch::Tensor explicit_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                   const sdk::SampleDropout& drop, std::uint64_t site);
-
   std::int64_t n_head_;
   double dropout_;
   AttentionKernel kernel_;

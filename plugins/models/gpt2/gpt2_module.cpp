@@ -16,11 +16,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 Gpt2Impl::Gpt2Impl(const Gpt2Config& config) : dropout_(config.dropout), vocab_size_(config.vocab_size) {
   // Registration order is the parameter order every rank reports: wte, wpe, h.0 ... h.{L-1}, ln_f.
-  // Made from uninitialised memory: Embedding's own N(0,1) draw would take as many numbers as wte has
-  // rows, so the padding would shift every draw after it (init_weights draws wte's real rows).
-  wte =
-      register_module("wte", torch::nn::Embedding(torch::nn::EmbeddingOptions(config.padded_vocab(), config.n_embd)
-                                                      ._weight(torch::empty({config.padded_vocab(), config.n_embd}))));
+  wte = register_module("wte", token_embedding(config.padded_vocab(), config.n_embd));
   wpe = register_module("wpe", torch::nn::Embedding(config.block_size, config.n_embd));
   h = register_module("h", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < config.n_layer; ++i)
@@ -47,8 +43,7 @@ void Gpt2Impl::init_weights(std::int64_t n_layer) {
     } else if (ends_with(name, ".bias")) {
       p.zero_();
     } else if (name == "wte.weight") {
-      p.narrow(0, 0, vocab_size_).normal_(0.0, std_dev);
-      p.narrow(0, vocab_size_, p.size(0) - vocab_size_).zero_();
+      init_token_rows(p, vocab_size_, std_dev);
     } else if (ends_with(name, "c_proj.weight")) {
       p.normal_(0.0, residual_std);
     } else {

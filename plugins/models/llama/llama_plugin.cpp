@@ -1,0 +1,92 @@
+// The `llama` model plugin: the Llama architecture (RMSNorm, rotary embeddings, SwiGLU, grouped-query
+// attention) behind the SDK's Model interface.
+#include "llama_config.hpp"
+#include "llama_module.hpp"
+#include "lm_loss.hpp"  // plugins/models/common
+
+#include <gradsweep/sdk/plugin.hpp>
+
+#include <string>
+#include <vector>
+
+namespace gradsweep::models::llama {
+
+class LlamaModel final : public sdk::Model {
+ public:
+  explicit LlamaModel(const sdk::PluginContext& context)
+      : sdk::Model(context), config_(resolve_config(context.options)), net_(config_) {
+    // Initialised on the CPU from the host-seeded global generator, then moved: the same seed gives the
+    // same weights whatever the device.
+    net_->to(context.device);
+    for (const auto& p : net_->parameters()) num_parameters_ += p.numel();
+    const auto n = [](std::int64_t v) { return std::to_string(v); };
+    context.log.info(
+        "llama: " + n(config_.n_layer) + " layers, " + n(config_.n_head) + " heads (" + n(config_.n_kv_head) +
+        " key/value), n_embd " + n(config_.n_embd) + ", mlp " + n(config_.intermediate_size) + ", block_size " +
+        n(config_.block_size) + ", vocab " + n(config_.vocab_size) +
+        (config_.padded_vocab() == config_.vocab_size ? "" : " (padded to " + n(config_.padded_vocab()) + ")") +
+        (config_.tie_embeddings ? ", tied head, " : ", own head, ") + n(num_parameters_) + " parameters");
+  }
+
+ protected:
+  sdk::ModelInfo describe() override {
+    sdk::ModelInfo info;
+    info.architecture = "llama";
+    info.vocab_size = config_.vocab_size;
+    info.block_size = config_.block_size;
+    info.num_parameters = num_parameters_;
+    info.supports_output_subset = true;
+    return info;
+  }
+
+  // The module's registration order, under its dotted names ("layers.3.self_attn.q_proj.weight"). The
+  // token matrices are row-sparse: a step touches the rows of the tokens it reads and the outputs it scores.
+  std::vector<sdk::Parameter> named_parameters() override {
+    std::vector<sdk::Parameter> out;
+    for (const auto& item : net_->named_parameters())
+      out.push_back({item.key(), item.value(), item.key() == "embed_tokens.weight" || item.key() == "lm_head.weight"});
+    return out;
+  }
+
+  torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
+    models::check_batch(batch, config_.block_size, "llama");
+    const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch), &unit_calls());  // (B,T,C)
+    return models::lm_head_loss(hidden, net_->head_weight(), /*bias=*/{}, batch, subset, config_.vocab_size);
+  }
+
+  // SDK 1.4: each block is a unit, "layers.<i>"; the embedding, the final norm and the head are the root.
+  std::vector<sdk::ModelUnit> declare_units() override {
+    std::vector<sdk::ModelUnit> units(static_cast<std::size_t>(config_.n_layer));
+    for (std::size_t u = 0; u < units.size(); ++u) units[u].name = "layers." + std::to_string(u);
+    std::size_t index = 0;
+    for (const auto& item : net_->named_parameters()) {
+      const std::string& name = item.key();
+      if (name.rfind("layers.", 0) == 0)
+        units[std::stoul(name.substr(7, name.find('.', 7) - 7))].parameters.push_back(index);
+      ++index;
+    }
+    return units;
+  }
+
+  // 6 FLOPs per parameter per token for the matrix products (2 forward, 4 backward), plus attention's
+  // scores and weighted sum, 6*C*T per layer (a query head's products are the same with fewer key/value
+  // heads). An untied input embedding is a lookup, not a product: it is left out.
+  double training_flops_per_token(std::int64_t seq_len) override {
+    const double lookup = config_.tie_embeddings ? 0.0 : static_cast<double>(config_.padded_vocab() * config_.n_embd);
+    return 6.0 * (static_cast<double>(num_parameters_) - lookup) +
+           6.0 * static_cast<double>(config_.n_layer * config_.n_embd) * static_cast<double>(seq_len);
+  }
+
+  void train_mode(bool training) override { net_->train(training); }
+
+ private:
+  LlamaConfig config_;
+  Llama net_;
+  std::int64_t num_parameters_ = 0;
+};
+
+}  // namespace gradsweep::models::llama
+
+GRADSWEEP_MODEL_PLUGIN("llama", "1.0.0",
+                       "Llama (RMSNorm, rotary embeddings, SwiGLU, grouped-query attention; presets 1B to tiny)",
+                       gradsweep::models::llama::LlamaModel, gradsweep::models::llama::kLlamaOptions)
