@@ -1,7 +1,7 @@
 #pragma once
 // The NCCL backend: every rank of the job, CUDA tensors, one NCCL call per collective. Built only when
-// CMake found NCCL and the CUDA runtime (GRADSWEEP_WITH_NCCL); nccl.h and cuda_runtime.h stay inside
-// communicator_nccl.cpp, so including this header needs neither.
+// CMake found NCCL and the CUDA runtime (GRADSWEEP_WITH_NCCL); nccl.h and cuda_runtime.h stay behind
+// comm/nccl_communicator.hpp (the class, internal to host/comm), so including this header needs neither.
 #include "comm/host_communicator.hpp"
 
 #include <memory>

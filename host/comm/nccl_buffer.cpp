@@ -34,11 +34,6 @@ ncclRedOp_t nccl_op(sdk::ReduceOp op) {
   throw std::invalid_argument("unknown ReduceOp " + std::to_string(static_cast<unsigned>(op)));
 }
 
-std::string describe(const std::string& call, const torch::Tensor& t) {
-  return call + " of " + std::to_string(t.numel()) + " " + dtype_name(t.scalar_type()) + " (" +
-         std::to_string(t.numel() * t.element_size()) + " bytes)";
-}
-
 bool overlap(const torch::Tensor& a, const torch::Tensor& b) {
   if (a.numel() == 0 || b.numel() == 0) return false;
   const auto* a0 = static_cast<const char*>(a.data_ptr());

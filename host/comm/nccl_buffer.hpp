@@ -1,6 +1,6 @@
 #pragma once
 // Tensors as NCCL buffers, and the argument checks the NCCL backend makes before any traffic
-// (comm/communicator_nccl.cpp). Internal to host/comm; built only with NCCL.
+// (comm/communicator_nccl.cpp, communicator_nccl_async.cpp). Internal to host/comm; built only with NCCL.
 #include <gradsweep/sdk/services.hpp>
 
 #include <nccl.h>
@@ -13,9 +13,6 @@
 namespace gradsweep::host::nccl {
 
 ncclRedOp_t nccl_op(sdk::ReduceOp op);
-
-// "allreduce of 1024 float32 (4096 bytes)": what the watchdog and error messages call the operation.
-std::string describe(const std::string& call, const torch::Tensor& t);
 
 bool overlap(const torch::Tensor& a, const torch::Tensor& b);
 
