@@ -124,6 +124,9 @@ run_step "single bf16" 120 train single-bf16 --set 'strategy={name: single, prec
 run_step "ring fp32 (NCCL allreduce)" 150 train ring-fp32 --set 'strategy={name: ring, algorithm: native}' || true
 run_step "ring-amp bf16 (NCCL allreduce)" 120 train ring-amp-bf16 \
   --set 'strategy={name: ring-amp, precision: bf16, algorithm: native}' || true
+# GPT-2 124M's shape as a Llama (llama-120m: RMSNorm, rotary, SwiGLU, grouped-query attention), bf16.
+run_step "llama-120m bf16" 120 train llama-120m-bf16 --set 'strategy={name: single, precision: bf16}' \
+  --set 'model={name: llama, preset: llama-120m}' || true
 # Dropout keyed by (seed, step, sample) (sdk/sample_dropout.hpp) is integer tensor arithmetic: run it on CUDA.
 run_step "single bf16, dropout 0.1 (keyed dropout on CUDA)" 120 train single-bf16-dropout \
   --set 'strategy={name: single, precision: bf16}' --set model.dropout=0.1 || true
