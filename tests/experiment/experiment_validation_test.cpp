@@ -44,7 +44,7 @@ TEST(ExperimentValidation, UnknownPluginListsTheAvailableOnes) {
   EXPECT_PROBLEM(p, "exp.yaml:8:22: strategy.name: unknown strategy plugin 'rign'; available: ");
   EXPECT_PROBLEM(p, "ring");
   const auto q = problems("matrix:\n  model: [gpt3]\n");
-  EXPECT_PROBLEM(q, "exp.yaml:8:11: model.name: unknown model plugin 'gpt3'; available: gpt2, lstm_lm");
+  EXPECT_PROBLEM(q, "exp.yaml:8:11: model.name: unknown model plugin 'gpt3'; available: gpt2, llama, lstm_lm");
 }
 
 TEST(ExperimentValidation, UnknownPluginOption) {
