@@ -5,17 +5,22 @@
 #include <memory>
 
 #include "data/prepare.hpp"
+#include "data/token_shard.hpp"
 
 namespace gradsweep::cli {
 namespace {
 
+// " (12 shards)" after a directory of shards; nothing after a single file.
+std::string shards(int64_t count) { return count > 1 ? " (" + std::to_string(count) + " shards)" : ""; }
+
 void print_summary(const data::PrepareResult& r, std::ostream& out) {
   out << "prepared " << r.train_documents + r.val_documents << " documents from " << r.sources.size()
-      << " file(s) with the " << r.tokenizer << " tokenizer (vocab size " << r.vocab_size << ")\n"
+      << " file(s) with the " << r.tokenizer << " tokenizer (vocab size " << r.vocab_size << ", " << 8 * r.token_bytes
+      << "-bit ids)\n"
       << "  train: " << r.train_tokens << " tokens, " << r.train_documents << " documents -> " << r.train_path.string()
-      << "\n"
+      << shards(r.train_shards) << "\n"
       << "  val:   " << r.val_tokens << " tokens, " << r.val_documents << " documents -> " << r.val_path.string()
-      << "\n"
+      << shards(r.val_shards) << "\n"
       << "  tokenizer: " << r.tokenizer_path.string() << "\n"
       << "  dataset:   " << r.dataset_path.string() << "\n";
 }
@@ -36,16 +41,26 @@ void register_prepare_command(CLI::App& app) {
   cmd->add_option("--tokenizer,-t", options->tokenizer, "byte (257 ids), word (top --vocab words) or bpe (GPT-2)")
       ->required()
       ->check(CLI::IsMember({"byte", "word", "bpe"}));
-  CLI::Option* vocab =
-      cmd->add_option("--vocab", options->vocab, "word: vocabulary size including <unk> and <eos> (at most 65536)")
-          ->capture_default_str()
-          ->check(CLI::Range(int64_t{2}, int64_t{65536}));
+  CLI::Option* vocab = cmd->add_option("--vocab", options->vocab,
+                                       "word: vocabulary size including <unk> and <eos> (above 65536: 32-bit shards)")
+                           ->capture_default_str()
+                           ->check(CLI::Range(int64_t{2}, data::kShardMaxVocab32));
   CLI::Option* lowercase = cmd->add_flag("--lowercase", options->lowercase, "word: lowercase ASCII letters first");
   cmd->add_option("--bpe-encoder", options->bpe_encoder, "bpe: GPT-2 encoder.json")->check(CLI::ExistingFile);
   cmd->add_option("--bpe-merges", options->bpe_merges, "bpe: GPT-2 vocab.bpe")->check(CLI::ExistingFile);
   cmd->add_option("--shuffle-seed", options->shuffle_seed,
                   "Shuffle documents with this seed before the train/val split (negative: keep file order)")
       ->capture_default_str();
+  cmd->add_option("--shard-tokens", options->shard_tokens,
+                  "Tokens per shard: write OUT/train/ and OUT/val/ as shards of this many tokens "
+                  "(0: one file per split, train.bin and val.bin)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, data::kShardMaxTokens));
+  cmd->add_option_function<int64_t>(
+         "--shuffle-bucket-mb", [options](int64_t mb) { options->shuffle_bucket_bytes = mb << 20; },
+         "Text shuffled in memory at once, in MiB (default 64): a larger corpus is shuffled in buckets on disk, "
+         "so memory stays about this whatever the corpus")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--val-fraction", options->val_fraction,
                   "Fraction of documents, taken from the end, that form val.bin (in [0, 1))")
       ->capture_default_str()

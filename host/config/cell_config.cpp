@@ -31,8 +31,10 @@ const ValueRange kBeta{0, 1, false, true};
 const std::map<std::string, std::vector<HostOption>>& host_schema() {
   static const std::map<std::string, std::vector<HostOption>> schema{
       {"data",
-       {{{"train", OptionType::String, nullptr, "training token shard (.bin)"}},
-        {{"val", OptionType::String, nullptr, "validation token shard (.bin)"}}}},
+       {{{"train", OptionType::String, nullptr,
+          "training token shards: a .bin file, a directory of them, a glob, or a list of these"}},
+        {{"val", OptionType::String, nullptr,
+          "validation token shards: a .bin file, a directory of them, a glob, or a list of these"}}}},
       {"train",
        {{{"steps", OptionType::Int, nullptr, "optimizer steps"}, {1, kMaxCount}},
         {{"batch_size", OptionType::Int, nullptr, "sequences per step, all ranks together"}, {1, kMaxSize}},
@@ -91,6 +93,35 @@ const std::set<std::string> kPluginSections{"model", "strategy"};
 fs::path resolve_path(const fs::path& base, const std::string& p) {
   const fs::path path(p);
   return path.is_absolute() || base.empty() ? path : base / path;
+}
+
+// data.train and data.val may be a list of paths, which the schema's string type would refuse: a list of
+// (non-empty) strings is handed to the schema as a string, and read as a list by data_paths(). Anything
+// else goes to the schema as written, to be refused with its position.
+bool is_path_list(const YAML::Node& value) {
+  if (!value || !value.IsSequence() || value.size() == 0) return false;
+  for (const auto& item : value)
+    if (!item.IsScalar() || item.Scalar().empty()) return false;
+  return true;
+}
+
+YAML::Node data_section_for_schema(const YAML::Node& data) {
+  if (!data || !data.IsMap()) return data;
+  YAML::Node copy = YAML::Clone(data);
+  std::vector<std::string> lists;
+  for (const auto& item : copy)
+    if (item.first.IsScalar() && is_path_list(item.second)) lists.push_back(item.first.Scalar());
+  for (const std::string& key : lists) copy[key] = copy[key][0].Scalar();
+  return copy;
+}
+
+std::vector<fs::path> data_paths(const YAML::Node& value, const fs::path& base_dir) {
+  std::vector<fs::path> paths;
+  if (is_path_list(value))
+    for (const auto& item : value) paths.push_back(resolve_path(base_dir, item.Scalar()));
+  else
+    paths.push_back(resolve_path(base_dir, value.Scalar()));
+  return paths;
 }
 
 }  // namespace
@@ -173,7 +204,8 @@ std::map<std::string, sdk::Options> resolve_host_sections(CellConfig& config, Di
   std::map<std::string, sdk::Options> host;
   config.resolved = YAML::Node(YAML::NodeType::Map);
   for (const auto& [section, specs] : host_schema()) {
-    host[section] = resolve_options(config.root[section], section, specs_of(specs), {}, diag);
+    const YAML::Node node = section == "data" ? data_section_for_schema(config.root[section]) : config.root[section];
+    host[section] = resolve_options(node, section, specs_of(specs), {}, diag);
     check_ranges(config.root[section], section, specs, host[section], out_of_range);
     config.resolved[section] = to_yaml(host[section]);
     for (const auto& [s, range, choices] : specs)
@@ -210,8 +242,10 @@ void read_plugin_choices(CellConfig& config, const fs::path& base_dir, Diagnosti
 // data and train: the shards, the steps and batches, the optimizer.
 void read_training(CellConfig& config, std::map<std::string, sdk::Options>& host, const fs::path& base_dir) {
   const sdk::Options& t = host["train"];
-  config.train_data = resolve_path(base_dir, host["data"].text("train"));
-  config.val_data = resolve_path(base_dir, host["data"].text("val"));
+  config.train_data = data_paths(config.root["data"]["train"], base_dir);
+  config.val_data = data_paths(config.root["data"]["val"], base_dir);
+  for (const char* key : {"train", "val"})
+    if (is_path_list(config.root["data"][key])) config.resolved["data"][key] = YAML::Clone(config.root["data"][key]);
   config.train.steps = t.integer("steps");
   config.train.batch_size = t.integer("batch_size");
   config.train.micro_batch = t.integer("micro_batch");

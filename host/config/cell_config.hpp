@@ -3,7 +3,7 @@
 //
 //   model:    {name: gpt2, <the model plugin's options>}
 //   strategy: {name: single, <the strategy plugin's options>}
-//   data:     {train: PATH, val: PATH}
+//   data:     {train: SPLIT, val: SPLIT}   a shard, a directory of shards, a glob, or a list of these
 //   train:    {steps, batch_size, micro_batch, seq_len, optimizer, lr, ...}
 //   eval:     {every, batches}
 //   checkpoint: {every}
@@ -52,7 +52,9 @@ struct CellConfig {
   YAML::Node root;   // as written, after --set overrides
   std::string model_name;
   std::string strategy_name;
-  std::filesystem::path train_data, val_data;
+  // data.train / data.val as written, relative paths made absolute against the file's directory: one
+  // entry, or the list's entries in order. Which shards they name is data::resolve_split_paths's rule.
+  std::vector<std::filesystem::path> train_data, val_data;
   TrainSettings train;
   std::int64_t eval_every = 0, eval_batches = 0;
   std::int64_t checkpoint_every = 0;

@@ -25,8 +25,8 @@ int64_t checked_product(const char* what, int64_t a, int64_t b) {
 
 }  // namespace
 
-BatchLoader::BatchLoader(TokenShard shard, const BatchLoaderOptions& options)
-    : shard_(std::move(shard)), options_(options) {
+BatchLoader::BatchLoader(TokenSplit split, const BatchLoaderOptions& options)
+    : split_(std::move(split)), options_(options) {
   const auto& o = options_;
   require_positive("global batch size", o.global_batch);
   require_positive("sequence length", o.seq_len);
@@ -49,20 +49,20 @@ BatchLoader::BatchLoader(TokenShard shard, const BatchLoaderOptions& options)
   }
   micro_batches_per_step_ = o.global_batch / (o.micro_batch * o.world_size);
   if (num_eval_batches() == 0) {
-    throw std::runtime_error(shard_.path().string() + ": too small for one batch of " + std::to_string(o.micro_batch) +
+    throw std::runtime_error(split_.describe() + ": too small for one batch of " + std::to_string(o.micro_batch) +
                              " x " + std::to_string(o.seq_len) + " tokens: needs " +
                              std::to_string(o.micro_batch * o.seq_len + 1) + " tokens, has " +
-                             std::to_string(shard_.size()));
+                             std::to_string(split_.size()));
   }
 }
 
 // The "-1": the last sequence's targets reach one token past its inputs.
 int64_t BatchLoader::num_batches() const {
-  return shard_.size() > 0 ? (shard_.size() - 1) / (options_.global_batch * options_.seq_len) : 0;
+  return split_.size() > 0 ? (split_.size() - 1) / (options_.global_batch * options_.seq_len) : 0;
 }
 
 int64_t BatchLoader::num_eval_batches() const {
-  return shard_.size() > 0 ? (shard_.size() - 1) / (options_.micro_batch * options_.seq_len) : 0;
+  return split_.size() > 0 ? (split_.size() - 1) / (options_.micro_batch * options_.seq_len) : 0;
 }
 
 Batch BatchLoader::batch(int64_t step, int64_t micro) const {
@@ -74,10 +74,10 @@ Batch BatchLoader::batch(int64_t step, int64_t micro) const {
   }
   const int64_t batches = num_batches();
   if (batches == 0) {
-    throw std::runtime_error(shard_.path().string() + ": too small for one global batch of " +
+    throw std::runtime_error(split_.describe() + ": too small for one global batch of " +
                              std::to_string(o.global_batch) + " x " + std::to_string(o.seq_len) + " tokens: needs " +
                              std::to_string(o.global_batch * o.seq_len + 1) + " tokens, has " +
-                             std::to_string(shard_.size()) +
+                             std::to_string(split_.size()) +
                              " (use more data, or a smaller global batch or sequence length)");
   }
   // Only the step picks the position: no loader state, so a resumed run continues exactly where the
@@ -100,14 +100,9 @@ Batch BatchLoader::slice(int64_t first_token) const {
   // One contiguous run of M*T+1 tokens: inputs are [0, M*T), targets [1, M*T+1).
   torch::Tensor inputs = torch::empty({rows, cols}, torch::kInt64);
   torch::Tensor targets = torch::empty({rows, cols}, torch::kInt64);
-  int64_t* in = inputs.data_ptr<int64_t>();
-  int64_t* tg = targets.data_ptr<int64_t>();
-  const uint16_t* src = shard_.tokens() + first_token;
-  const int64_t n = rows * cols;
-  for (int64_t k = 0; k < n; ++k) {
-    in[k] = src[k];
-    tg[k] = src[k + 1];
-  }
+  // The run may cross from one shard into the next: the split copies it piecewise.
+  split_.copy_tokens(first_token, rows * cols, inputs.data_ptr<int64_t>());
+  split_.copy_tokens(first_token + 1, rows * cols, targets.data_ptr<int64_t>());
   return Batch{inputs, targets};
 }
 

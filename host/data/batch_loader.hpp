@@ -1,4 +1,5 @@
-// Deterministic batches for data-parallel training from one token shard (see docs/data.md, "Batches").
+// Deterministic batches for data-parallel training from one split: one or more token shards read as one
+// stream (token_split.hpp; see docs/data.md, "Batches").
 //
 // The global batch of step s is G consecutive sequences of T tokens starting at token (s mod num_batches)*G*T;
 // targets are the inputs shifted by one token. Rank r of W owns sequences [r*G/W, (r+1)*G/W) of it, cut
@@ -12,7 +13,7 @@
 
 #include <cstdint>
 
-#include "data/token_shard.hpp"
+#include "data/token_split.hpp"
 
 namespace gradsweep::data {
 
@@ -38,26 +39,26 @@ struct Batch {
 class BatchLoader {
  public:
   // Throws std::invalid_argument if a size is not positive, rank is out of range, or G % (M*W) != 0;
-  // std::runtime_error (naming the file) if the shard is too small for one (M, T) evaluation batch.
-  // A shard too small for one global batch is reported by batch(), not here, so that a small validation
-  // shard can still serve eval_batch() with the training options.
-  BatchLoader(TokenShard shard, const BatchLoaderOptions& options);
+  // std::runtime_error (naming the files) if the split is too small for one (M, T) evaluation batch.
+  // A split too small for one global batch is reported by batch(), not here, so that a small validation
+  // split can still serve eval_batch() with the training options.
+  BatchLoader(TokenSplit split, const BatchLoaderOptions& options);
 
-  const TokenShard& shard() const { return shard_; }
+  const TokenSplit& split() const { return split_; }
   const BatchLoaderOptions& options() const { return options_; }
 
   // G / (M*W): forward/backward passes per rank per optimizer step (gradient accumulation).
   int64_t micro_batches_per_step() const { return micro_batches_per_step_; }
-  // Distinct global batches in the shard, (count-1) / (G*T); steps wrap around after this many (an epoch).
+  // Distinct global batches in the split, (count-1) / (G*T); steps wrap around after this many (an epoch).
   int64_t num_batches() const;
-  // Distinct (M, T) evaluation batches in the shard, (count-1) / (M*T).
+  // Distinct (M, T) evaluation batches in the split, (count-1) / (M*T).
   int64_t num_eval_batches() const;
 
   // This rank's micro-batch `micro` (0 <= micro < micro_batches_per_step()) of step `step` (>= 0).
-  // Throws std::runtime_error naming the file, the tokens needed and present if the shard holds no global batch.
+  // Throws std::runtime_error naming the files, the tokens needed and present if the split holds no global batch.
   Batch batch(int64_t step, int64_t micro) const;
 
-  // The i-th (M, T) batch from the start of the shard (i wraps around), the same on every rank: evaluate
+  // The i-th (M, T) batch from the start of the split (i wraps around), the same on every rank: evaluate
   // the validation loss over a fixed number of these so that every run scores on identical tokens.
   Batch eval_batch(int64_t i) const;
 
@@ -65,7 +66,7 @@ class BatchLoader {
   // M sequences of T tokens starting at `first_token`, each sequence T tokens after the previous.
   Batch slice(int64_t first_token) const;
 
-  TokenShard shard_;
+  TokenSplit split_;
   BatchLoaderOptions options_;
   int64_t micro_batches_per_step_ = 0;
 };

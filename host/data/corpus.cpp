@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 namespace gradsweep::data {
@@ -13,14 +12,10 @@ namespace {
 
 constexpr size_t kBinarySniffBytes = 8192;
 
-std::string read_file(const std::filesystem::path& path, size_t limit = std::string::npos) {
+// The first `limit` bytes of a file (all of a shorter one): enough to tell text from binary.
+std::string read_head(const std::filesystem::path& path, size_t limit) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path.string() + ": cannot open input file");
-  if (limit == std::string::npos) {
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    return buf.str();
-  }
   std::string head(limit, '\0');
   in.read(head.data(), static_cast<std::streamsize>(limit));
   head.resize(static_cast<size_t>(in.gcount()));
@@ -40,17 +35,42 @@ std::string_view without_cr(std::string_view line) {
   return !line.empty() && line.back() == '\r' ? line.substr(0, line.size() - 1) : line;
 }
 
-// Joins lines [first, last) with "\n" after dropping leading and trailing blank lines; "" if all blank.
-std::string join_trimmed(const std::vector<std::string_view>& lines, size_t first, size_t last) {
-  while (first < last && is_blank(lines[first])) ++first;
-  while (last > first && is_blank(lines[last - 1])) --last;
-  std::string doc;
-  for (size_t i = first; i < last; ++i) {
-    if (i > first) doc.push_back('\n');
-    doc.append(lines[i]);
+// Cuts a stream of lines into documents: lines between separators, without leading or trailing blank
+// lines, joined by "\n". Blank lines inside a document are held until the next non-blank line shows that
+// they are inside it, so nothing but the current document is kept.
+class DocumentSplitter {
+ public:
+  DocumentSplitter(bool fortune_file, const std::function<void(std::string&&)>& on_document)
+      : fortune_file_(fortune_file), on_document_(on_document) {}
+
+  void line(std::string_view l) {
+    if (fortune_file_ ? without_cr(l) == "%" : is_blank(l)) {
+      end_document();
+    } else if (is_blank(l)) {
+      if (started_) held_blank_.emplace_back(l);
+    } else {
+      for (const std::string& b : held_blank_) doc_.append("\n").append(b);
+      held_blank_.clear();
+      if (started_) doc_.push_back('\n');
+      doc_.append(l);
+      started_ = true;
+    }
   }
-  return doc;
-}
+
+  void end_document() {
+    if (started_) on_document_(std::move(doc_));
+    doc_.clear();
+    held_blank_.clear();
+    started_ = false;
+  }
+
+ private:
+  const bool fortune_file_;
+  const std::function<void(std::string&&)>& on_document_;
+  std::string doc_;
+  std::vector<std::string> held_blank_;
+  bool started_ = false;
+};
 
 }  // namespace
 
@@ -83,14 +103,14 @@ std::vector<std::filesystem::path> find_text_files(const std::vector<std::filesy
           continue;
         }
         if (!it->is_regular_file() || p.extension() == ".dat") continue;
-        if (looks_binary(read_file(p, kBinarySniffBytes))) {
+        if (looks_binary(read_head(p, kBinarySniffBytes))) {
           ++skipped_binary;
           continue;
         }
         candidates.push_back(p);
       }
     } else {
-      if (looks_binary(read_file(input, kBinarySniffBytes))) {
+      if (looks_binary(read_head(input, kBinarySniffBytes))) {
         throw std::runtime_error(input.string() + ": looks like a binary file, not text");
       }
       candidates.push_back(input);
@@ -121,31 +141,31 @@ std::vector<std::string> split_documents(std::string_view text) {
   }
   const bool fortune_file =
       std::any_of(lines.begin(), lines.end(), [](std::string_view l) { return without_cr(l) == "%"; });
-  const auto is_separator = [&](std::string_view l) { return fortune_file ? without_cr(l) == "%" : is_blank(l); };
-
   std::vector<std::string> documents;
-  size_t first = 0;
-  for (size_t i = 0; i <= lines.size(); ++i) {
-    if (i == lines.size() || is_separator(lines[i])) {
-      std::string doc = join_trimmed(lines, first, i);
-      if (!doc.empty()) documents.push_back(std::move(doc));
-      first = i + 1;
-    }
-  }
+  const std::function<void(std::string &&)> keep = [&](std::string&& doc) { documents.push_back(std::move(doc)); };
+  DocumentSplitter splitter(fortune_file, keep);
+  for (const std::string_view l : lines) splitter.line(l);
+  splitter.end_document();
   return documents;
 }
 
-Corpus read_corpus(const std::vector<std::filesystem::path>& inputs) {
-  Corpus corpus;
-  corpus.sources = find_text_files(inputs);
-  for (size_t s = 0; s < corpus.sources.size(); ++s) {
-    const std::string text = read_file(corpus.sources[s]);
-    std::vector<std::string> docs = split_documents(text);
-    corpus.source_bytes.push_back(static_cast<int64_t>(text.size()));
-    corpus.source_documents.push_back(static_cast<int64_t>(docs.size()));
-    for (std::string& doc : docs) corpus.documents.push_back(Document{std::move(doc), s});
+int64_t for_each_document(const std::filesystem::path& file, const std::function<void(std::string&&)>& on_document) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error(file.string() + ": cannot open input file");
+  std::string line;
+  bool fortune_file = false;
+  while (!fortune_file && std::getline(in, line)) fortune_file = without_cr(line) == "%";
+  in.clear();
+  in.seekg(0);
+  DocumentSplitter splitter(fortune_file, on_document);
+  int64_t bytes = 0;
+  while (std::getline(in, line)) {
+    bytes += static_cast<int64_t>(line.size()) + (in.eof() ? 0 : 1);
+    splitter.line(line);
   }
-  return corpus;
+  if (in.bad()) throw std::runtime_error(file.string() + ": read failed");
+  splitter.end_document();
+  return bytes;
 }
 
 }  // namespace gradsweep::data

@@ -5,22 +5,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <functional>
 #include <string_view>
 #include <vector>
 
 namespace gradsweep::data {
-
-struct Document {
-  std::string text;
-  size_t source = 0;  // index into Corpus::sources
-};
-
-struct Corpus {
-  std::vector<std::filesystem::path> sources;  // in reading order
-  std::vector<int64_t> source_bytes;           // per source
-  std::vector<int64_t> source_documents;       // per source
-  std::vector<Document> documents;             // in reading order: sources in order, then file order
-};
 
 // The text files named by `inputs`: files as given, directories walked recursively. Directory walks skip
 // hidden entries, *.dat files (fortune's binary index tables) and files that look binary; the same file reached
@@ -41,7 +30,10 @@ bool looks_binary(std::string_view head);
 // without a final newline; empty documents are dropped.
 std::vector<std::string> split_documents(std::string_view text);
 
-// find_text_files() + split_documents() for each file.
-Corpus read_corpus(const std::vector<std::filesystem::path>& inputs);
+// split_documents() of one file without holding the file: it is read twice, line by line (first for a "%"
+// line, which makes it a fortune file, then to cut it), so memory is one document, whatever the file's size.
+// Calls `on_document` for each document in file order; returns the file's size in bytes. Throws
+// std::runtime_error naming the file if it cannot be read.
+int64_t for_each_document(const std::filesystem::path& file, const std::function<void(std::string&&)>& on_document);
 
 }  // namespace gradsweep::data

@@ -1,5 +1,7 @@
 // `gradsweep prepare`: raw text -> tokenized, split, ready-to-train data set directory (see docs/data.md):
-//   out_dir/train.bin, out_dir/val.bin   llm.c token shards (token_shard.hpp)
+//   out_dir/train.bin, out_dir/val.bin   llm.c token shards (token_shard.hpp), 16-bit ids below 65,537 ids
+//                                        and 32-bit above; with shard_tokens > 0 the directories
+//                                        out_dir/train/, out_dir/val/ of shards of that many tokens
 //   out_dir/tokenizer.json               the tokenizer, reloadable with load_tokenizer_file()
 //   out_dir/dataset.json                 provenance and counts; written last, so its presence means complete
 #pragma once
@@ -23,22 +25,32 @@ struct PrepareOptions {
   // read sequentially, so without it consecutive steps would see one topic file after another and the
   // validation split would be the last files' topics only.
   int64_t shuffle_seed = 1234;
+  // Tokens per shard; 0 writes one file per split (at most 2^31-1 tokens, the llm.c header's count).
+  int64_t shard_tokens = 0;
+  // Text shuffled in memory at once (document_spool.hpp): a larger corpus is shuffled in buckets of this
+  // size on disk, so prepare's memory does not grow with the corpus.
+  int64_t shuffle_bucket_bytes = int64_t{64} << 20;
 };
 
 struct PrepareResult {
   std::vector<std::filesystem::path> sources;
   std::string tokenizer;
   int64_t vocab_size = 0;
+  int token_bytes = 2;
   int64_t train_documents = 0, val_documents = 0;
   int64_t train_tokens = 0, val_tokens = 0;
+  // train.bin / val.bin, or the directories train/ / val/ of shards: what data.train / data.val name.
   std::filesystem::path train_path, val_path, tokenizer_path, dataset_path;
+  int64_t train_shards = 1, val_shards = 1;
 };
 
 // Reads the inputs, splits documents into train (first) and val (last val_fraction, at least one when the
 // fraction is positive), fits or loads the tokenizer (a word vocabulary is fit on train documents only, so
 // validation words never leak into it), encodes each document preceded by the end-of-text token (as llm.c's
-// data scripts do), and writes the four files atomically. Throws std::invalid_argument for bad options and
-// std::runtime_error for unusable inputs (naming the file).
+// data scripts do), and writes the files atomically. Streams: the text is read document by document and
+// the shards are written as they are encoded, so memory is bounded by shuffle_bucket_bytes, not the corpus
+// (a word vocabulary's counts grow with the distinct words). Throws std::invalid_argument for bad options
+// and std::runtime_error for unusable inputs (naming the file).
 PrepareResult prepare_corpus(const PrepareOptions& options);
 
 }  // namespace gradsweep::data

@@ -5,13 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
-#include "util/atomic_file.hpp"
+#include "data/token_shard_writer.hpp"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "token shards are little-endian and are read in place: add byte swapping for a big-endian target"
@@ -31,6 +31,23 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
+
+// The token width the header's magic and version announce: llm.c pairs each magic with one version.
+int header_token_bytes(const std::filesystem::path& path, const int32_t* header) {
+  if (header[0] != kShardMagic && header[0] != kShardMagic32) {
+    throw shard_error(path, "bad magic " + std::to_string(header[0]) + " (expected " + std::to_string(kShardMagic) +
+                                " for uint16 tokens or " + std::to_string(kShardMagic32) +
+                                " for uint32): not an llm.c token shard");
+  }
+  const bool wide = header[0] == kShardMagic32;
+  const int32_t expected = wide ? kShardVersion32 : kShardVersion;
+  if (header[1] != expected) {
+    throw shard_error(path, "unsupported version " + std::to_string(header[1]) + " (expected " +
+                                std::to_string(expected) + " with magic " + std::to_string(header[0]) +
+                                (wide ? ", uint32 tokens)" : ", uint16 tokens)"));
+  }
+  return wide ? 4 : 2;
+}
 
 }  // namespace
 
@@ -58,25 +75,21 @@ TokenShard TokenShard::open(const std::filesystem::path& path) {
   shard.map_ = map;  // from here the destructor unmaps if validation throws
 
   const auto* header = static_cast<const int32_t*>(map);
-  if (header[0] != kShardMagic) {
-    throw shard_error(path, "bad magic " + std::to_string(header[0]) + " (expected " + std::to_string(kShardMagic) +
-                                "): not an llm.c token shard");
-  }
-  if (header[1] != kShardVersion) {
-    throw shard_error(path, "unsupported version " + std::to_string(header[1]) + " (expected " +
-                                std::to_string(kShardVersion) + ", uint16 tokens)");
-  }
+  const int width = header_token_bytes(path, header);
   const int64_t count = header[2];
   if (count < 0) throw shard_error(path, "negative token count " + std::to_string(count) + " in the header");
-  const int64_t expected = kShardHeaderBytes + 2 * count;
+  // The size check is what keeps every read inside the mapping: a truncated shard is refused here.
+  const int64_t expected = kShardHeaderBytes + width * count;
   if (file_bytes != expected) {
-    throw shard_error(
-        path, "file is " + std::to_string(file_bytes) + " bytes but the header promises " + std::to_string(count) +
-                  " tokens (1024 + 2*" + std::to_string(count) + " = " + std::to_string(expected) +
-                  " bytes): " + (file_bytes < expected ? "truncated" : "trailing data") + " or corrupt shard");
+    const std::string w = std::to_string(width), n = std::to_string(count);
+    throw shard_error(path, "file is " + std::to_string(file_bytes) + " bytes but the header promises " + n +
+                                " tokens of " + w + " bytes (1024 + " + w + "*" + n + " = " + std::to_string(expected) +
+                                " bytes): " + (file_bytes < expected ? "truncated" : "trailing data") +
+                                " or corrupt shard");
   }
   shard.count_ = count;
-  shard.tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const char*>(map) + kShardHeaderBytes);
+  shard.token_bytes_ = width;
+  shard.body_ = static_cast<const char*>(map) + kShardHeaderBytes;
   // Training reads the shard front to back: let the kernel read ahead.
   ::madvise(map, shard.map_bytes_, MADV_SEQUENTIAL);
   return shard;
@@ -90,11 +103,12 @@ TokenShard& TokenShard::operator=(TokenShard&& other) noexcept {
     path_ = std::move(other.path_);
     map_ = other.map_;
     map_bytes_ = other.map_bytes_;
-    tokens_ = other.tokens_;
+    body_ = other.body_;
     count_ = other.count_;
+    token_bytes_ = other.token_bytes_;
     other.map_ = nullptr;
     other.map_bytes_ = 0;
-    other.tokens_ = nullptr;
+    other.body_ = nullptr;
     other.count_ = 0;
   }
   return *this;
@@ -107,33 +121,48 @@ void TokenShard::release() {
   map_ = nullptr;
 }
 
-void write_token_shard(const std::filesystem::path& path, const std::vector<int32_t>& tokens) {
-  if (tokens.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+const uint16_t* TokenShard::tokens() const {
+  if (token_bytes_ != 2)
+    throw std::logic_error(path_.string() + ": a 32-bit shard has no uint16 tokens (read it with token())");
+  return static_cast<const uint16_t*>(body_);
+}
+
+void TokenShard::copy_tokens(int64_t first, int64_t n, int64_t* out) const {
+  // One branch per call, not per token: the loops are what the batch loader spends its time in.
+  if (token_bytes_ == 2) {
+    const uint16_t* src = static_cast<const uint16_t*>(body_) + first;
+    std::copy(src, src + n, out);
+  } else {
+    const uint32_t* src = static_cast<const uint32_t*>(body_) + first;
+    std::copy(src, src + n, out);
+  }
+}
+
+int64_t TokenShard::max_token() const {
+  if (count_ == 0) return 0;
+  if (token_bytes_ == 2) {
+    const uint16_t* t = static_cast<const uint16_t*>(body_);
+    return *std::max_element(t, t + count_);
+  }
+  const uint32_t* t = static_cast<const uint32_t*>(body_);
+  return *std::max_element(t, t + count_);
+}
+
+void write_token_shard(const std::filesystem::path& path, const std::vector<int32_t>& tokens, int token_bytes) {
+  if (tokens.size() > static_cast<size_t>(kShardMaxTokens)) {
     throw std::invalid_argument(path.string() + ": " + std::to_string(tokens.size()) +
                                 " tokens do not fit one shard (the header count is int32): split the data");
   }
-  std::string bytes(static_cast<size_t>(kShardHeaderBytes) + 2 * tokens.size(), '\0');
-  int32_t header[kShardHeaderInts] = {};
-  header[0] = kShardMagic;
-  header[1] = kShardVersion;
-  header[2] = static_cast<int32_t>(tokens.size());
-  std::memcpy(bytes.data(), header, sizeof(header));
-  char* out = bytes.data() + kShardHeaderBytes;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const int32_t t = tokens[i];
-    if (t < 0 || t >= kShardMaxVocab) {
-      throw std::invalid_argument(path.string() + ": token " + std::to_string(t) + " at position " + std::to_string(i) +
-                                  " does not fit the uint16 shard format (0..65535)");
-    }
-    const auto u = static_cast<uint16_t>(t);
-    std::memcpy(out + 2 * i, &u, 2);
-  }
-  util::write_file_atomically(path, bytes);
+  TokenShardWriter writer(path, token_bytes);
+  for (const int32_t t : tokens) writer.append(t);
+  writer.finish();
 }
 
 std::vector<int32_t> read_token_shard(const std::filesystem::path& path) {
   const TokenShard shard = TokenShard::open(path);
-  return std::vector<int32_t>(shard.tokens(), shard.tokens() + shard.size());
+  std::vector<int32_t> out(static_cast<size_t>(shard.size()));
+  for (int64_t i = 0; i < shard.size(); ++i) out[static_cast<size_t>(i)] = static_cast<int32_t>(shard.token(i));
+  return out;
 }
 
 }  // namespace gradsweep::data

@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace gradsweep::data {
@@ -51,6 +52,19 @@ struct WordTokenizerOptions {
 // Counts words over `documents` and keeps the most frequent (ties: byte-wise smaller word first).
 std::unique_ptr<Tokenizer> fit_word_tokenizer(const std::vector<std::string>& documents,
                                               const WordTokenizerOptions& options);
+// The same, one document at a time: prepare streams a corpus that need not fit in memory. Memory is one
+// count per distinct word, which grows with the vocabulary of the text, not its length.
+class WordCounts {
+ public:
+  explicit WordCounts(bool lowercase) : lowercase_(lowercase) {}
+  void add(std::string_view document);
+  // Throws std::invalid_argument if options.vocab_size < 2 (no room for <unk> and <eos>).
+  std::unique_ptr<Tokenizer> fit(const WordTokenizerOptions& options) const;
+
+ private:
+  bool lowercase_;
+  std::unordered_map<std::string, int64_t> counts_;
+};
 
 // --- bpe (tokenizer_bpe.cpp) ---
 // `encoder_json` maps GPT-2's byte-to-unicode token strings to ids; `merges` is vocab.bpe (a "#version"

@@ -134,18 +134,17 @@ class WordTokenizer final : public Tokenizer {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> fit_word_tokenizer(const std::vector<std::string>& documents,
-                                              const WordTokenizerOptions& options) {
+void WordCounts::add(std::string_view document) {
+  split_words(
+      document, lowercase_, [&](std::string word) { ++counts_[std::move(word)]; }, [] {});
+}
+
+std::unique_ptr<Tokenizer> WordCounts::fit(const WordTokenizerOptions& options) const {
   if (options.vocab_size < 2) {
     throw std::invalid_argument("word tokenizer: vocabulary size " + std::to_string(options.vocab_size) +
                                 " leaves no room for <unk> and <eos> (need at least 2)");
   }
-  std::unordered_map<std::string, int64_t> counts;
-  for (const std::string& doc : documents) {
-    split_words(
-        doc, options.lowercase, [&](std::string word) { ++counts[std::move(word)]; }, [] {});
-  }
-  std::vector<std::pair<std::string, int64_t>> ranked(counts.begin(), counts.end());
+  std::vector<std::pair<std::string, int64_t>> ranked(counts_.begin(), counts_.end());
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
@@ -153,7 +152,14 @@ std::unique_ptr<Tokenizer> fit_word_tokenizer(const std::vector<std::string>& do
   std::vector<std::string> words{kUnkText, kEosText};
   words.reserve(keep + 2);
   for (size_t i = 0; i < keep; ++i) words.push_back(std::move(ranked[i].first));
-  return std::make_unique<WordTokenizer>(std::move(words), options.lowercase);
+  return std::make_unique<WordTokenizer>(std::move(words), lowercase_);
+}
+
+std::unique_ptr<Tokenizer> fit_word_tokenizer(const std::vector<std::string>& documents,
+                                              const WordTokenizerOptions& options) {
+  WordCounts counts(options.lowercase);
+  for (const std::string& doc : documents) counts.add(doc);
+  return counts.fit(options);
 }
 
 std::unique_ptr<Tokenizer> word_tokenizer_from_json(const nlohmann::json& description) {

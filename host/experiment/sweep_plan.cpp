@@ -1,6 +1,7 @@
 #include "experiment/sweep_plan.hpp"
 
 #include "experiment/cell_id.hpp"
+#include "experiment/data_facts.hpp"
 #include "experiment/emulated_cell.hpp"
 #include "experiment/model_facts.hpp"
 #include "experiment/sweep_matrix.hpp"
@@ -250,10 +251,9 @@ std::optional<host::CellConfig> load_cell_config(const YAML::Node& cell, const E
 // cell (refused by what it declares; how many ranks the batch is split over). Returns the computing ranks.
 int check_with_plugins(const CellTree& tree, const host::CellConfig& config, const LauncherSettings& launch,
                        std::map<std::string, sdk::Options>& plugin_options, const host::PluginRegistry& registry,
-                       ModelFacts& model_facts, Diagnostics& diag) {
+                       ModelFacts& model_facts, std::optional<sdk::ModelInfo>& model_info, Diagnostics& diag) {
   const bool options_valid = diag.empty();
   const int nodes = launch.nodes(), per_node = launch.ranks_per_node(), world = nodes * per_node;
-  std::optional<sdk::ModelInfo> model_info;
   if (const host::PluginRecord* model = registry.try_find(sdk::PluginKind::Model, config.model_name);
       model != nullptr && plugin_options.count("model") && options_valid) {
     try {
@@ -280,9 +280,8 @@ int check_with_plugins(const CellTree& tree, const host::CellConfig& config, con
   return computing;
 }
 
-// The global batch splits over the computing ranks and their micro-batches; the data files exist.
-void check_batch_and_data(const YAML::Node& cell, const host::CellConfig& config, int world, int computing,
-                          Diagnostics& diag) {
+// The global batch splits over the computing ranks and their micro-batches.
+void check_batch(const YAML::Node& cell, const host::CellConfig& config, int world, int computing, Diagnostics& diag) {
   const auto& train = config.train;
   if (world >= 1) {
     const std::int64_t micro = data::micro_batch_size(train.micro_batch, train.batch_size, computing);
@@ -295,12 +294,6 @@ void check_batch_and_data(const YAML::Node& cell, const host::CellConfig& config
                  "batch_size " + std::to_string(train.batch_size) + " is not a multiple of micro_batch x ranks = " +
                      std::to_string(micro) + " x " + std::to_string(computing));
   }
-  for (const auto& [key, path] : {std::pair{"data.train", config.train_data}, {"data.val", config.val_data}})
-    if (!fs::exists(path))
-      diag.error(node_for_key(cell, key, false), key,
-                 "no such file: " + path.string() +
-                     " (relative paths are relative to the experiment file; "
-                     "`gradsweep prepare` makes shards)");
 }
 
 // The launcher's threads per rank unless the cell sets its own.
@@ -314,8 +307,12 @@ int threads_per_rank(const LauncherSettings& launch, const host::CellConfig& con
 YAML::Node resolved_config(const host::CellConfig& config, int threads,
                            std::map<std::string, sdk::Options>& plugin_options) {
   YAML::Node resolved = config.resolved;
-  resolved["data"]["train"] = absolute_text(config.train_data);
-  resolved["data"]["val"] = absolute_text(config.val_data);
+  // One entry stays a string, so that the cells (and ids) of files written before lists existed are unchanged.
+  for (const auto& [key, entries] : {std::pair{"train", &config.train_data}, {"val", &config.val_data}}) {
+    YAML::Node value;
+    for (const auto& e : *entries) value.push_back(absolute_text(e));
+    resolved["data"][key] = entries->size() == 1 ? YAML::Node(absolute_text(entries->front())) : value;
+  }
   resolved["runtime"]["threads"] = threads;
   for (const std::string section : {"model", "strategy"}) {
     YAML::Node s = host::to_yaml(plugin_options[section]);
@@ -403,8 +400,8 @@ std::string cell_yaml(const PlannedCell& cell, const YAML::Node& resolved, const
 // Builds one cell; its problems are appended to `problems` (nothing is returned then).
 std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix& matrix, const MatrixPoint& point,
                                     const host::PluginRegistry& registry, const fs::path& out_dir,
-                                    const fs::path& binary, ModelFacts& model_facts, bool fast, CellFiles files,
-                                    std::vector<std::string>& problems) {
+                                    const fs::path& binary, ModelFacts& model_facts, DataFacts& data_facts, bool fast,
+                                    CellFiles files, std::vector<std::string>& problems) {
   const CellTree tree = cell_tree(exp, matrix, point, fast);
   Diagnostics diag(exp.file.string());
   const LauncherSettings launch = resolve_launcher(tree.root, diag);
@@ -418,8 +415,13 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
     return std::nullopt;
   }
   // Cells that cannot run, caught here rather than after minutes in a queue.
-  const int computing = check_with_plugins(tree, *config, launch, plugin_options, registry, model_facts, plugin_diag);
-  check_batch_and_data(tree.cell, *config, launch.nodes() * launch.ranks_per_node(), computing, plugin_diag);
+  std::optional<sdk::ModelInfo> model_info;
+  const int computing =
+      check_with_plugins(tree, *config, launch, plugin_options, registry, model_facts, model_info, plugin_diag);
+  check_batch(tree.cell, *config, launch.nodes() * launch.ranks_per_node(), computing, plugin_diag);
+  check_cell_data(
+      *config, model_info ? &*model_info : nullptr, data_facts,
+      [&](const std::string& key) { return node_for_key(tree.cell, key, false); }, plugin_diag);
   if (take_problems(plugin_diag, problems) || !problems.empty()) return std::nullopt;
 
   const int threads = threads_per_rank(launch, *config);
@@ -471,15 +473,16 @@ SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir, 
   std::map<std::string, std::pair<std::string, std::size_t>> cells_with;
   std::set<std::string> ids;
   ModelFacts model_facts;
+  DataFacts data_facts;
   for (const auto& point : matrix.points) {
     std::vector<std::string> problems;
-    auto built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts, true,
-                            cell_files, problems);
+    auto built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts,
+                            data_facts, true, cell_files, problems);
     ++plan.cell_builds;
     if (!built) {  // again from the file, for messages with their line and column
       problems.clear();
-      built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts, false,
-                         cell_files, problems);
+      built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts, data_facts,
+                         false, cell_files, problems);
       ++plan.cell_builds;
     }
     for (const auto& p : problems) {

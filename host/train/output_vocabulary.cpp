@@ -8,14 +8,25 @@
 
 namespace gradsweep::host {
 
-torch::Tensor count_tokens(const data::TokenShard& shard, std::int64_t vocab_size, std::int64_t limit) {
-  // uint16 ids are widened once; bincount is a single pass.
-  const std::int64_t n = std::min(static_cast<std::int64_t>(shard.size()), limit);
-  const auto ids = torch::from_blob(const_cast<std::uint16_t*>(shard.tokens()), {n}, torch::kInt16)
-                       .to(torch::kInt32)
-                       .bitwise_and(0xffff)
-                       .to(torch::kLong);
+namespace {
+
+// Ids of either width are widened once into int64; bincount is a single pass.
+template <class Tokens>
+torch::Tensor count_first_tokens(const Tokens& tokens, std::int64_t vocab_size, std::int64_t limit) {
+  const std::int64_t n = std::min(static_cast<std::int64_t>(tokens.size()), limit);
+  torch::Tensor ids = torch::empty({n}, torch::kLong);
+  tokens.copy_tokens(0, n, ids.data_ptr<std::int64_t>());
   return torch::bincount(ids, /*weights=*/{}, vocab_size).narrow(0, 0, vocab_size).contiguous();
+}
+
+}  // namespace
+
+torch::Tensor count_tokens(const data::TokenSplit& split, std::int64_t vocab_size, std::int64_t limit) {
+  return count_first_tokens(split, vocab_size, limit);
+}
+
+torch::Tensor count_tokens(const data::TokenShard& shard, std::int64_t vocab_size, std::int64_t limit) {
+  return count_first_tokens(shard, vocab_size, limit);
 }
 
 sdk::OutputSubset restrict_targets(const sdk::OutputVocabulary& vocabulary, const torch::Tensor& targets,

@@ -2,7 +2,7 @@
 // Plumbing for strategies that restrict the training softmax to some vocabulary rows (SDK 1.2,
 // Strategy::output_vocabulary): the training shard's token counts they sample from, and the
 // re-indexing of each micro-batch's targets into the rows they chose. What to sample is theirs.
-#include "data/token_shard.hpp"
+#include "data/token_split.hpp"
 
 #include <gradsweep/sdk/model.hpp>
 #include <gradsweep/sdk/strategy.hpp>
@@ -13,10 +13,12 @@
 
 namespace gradsweep::host {
 
-// How often each id in [0, vocab_size) occurs in the shard's first `limit` tokens (all of a small
-// shard): (vocab_size,) int64. Every run of a 1.2 strategy pays for it at start-up, so a multi-GB shard
+// How often each id in [0, vocab_size) occurs in the split's first `limit` tokens (all of a small
+// split): (vocab_size,) int64. Every run of a 1.2 strategy pays for it at start-up, so a multi-GB split
 // is sampled by its first 2^27 tokens, plenty for a unigram distribution, in well under a second.
 inline constexpr std::int64_t kTokenCountLimit = std::int64_t{1} << 27;
+torch::Tensor count_tokens(const data::TokenSplit& split, std::int64_t vocab_size,
+                           std::int64_t limit = kTokenCountLimit);
 torch::Tensor count_tokens(const data::TokenShard& shard, std::int64_t vocab_size,
                            std::int64_t limit = kTokenCountLimit);
 

@@ -3,7 +3,8 @@
 #include "comm/fault_injection.hpp"
 #include "config/option_schema.hpp"
 #include "data/batch_loader.hpp"
-#include "data/token_shard.hpp"
+#include "data/split_facts.hpp"
+#include "data/token_split.hpp"
 #include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "services/logging.hpp"
@@ -47,13 +48,14 @@ void sync_device(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
-// A token id the model has no embedding row for would index out of bounds deep inside LibTorch.
-void check_vocabulary(const data::TokenShard& shard, const sdk::ModelInfo& info, const CellConfig& config) {
-  const std::uint16_t* tokens = shard.tokens();
-  const std::int64_t max_token = shard.size() == 0 ? 0 : *std::max_element(tokens, tokens + shard.size());
-  if (max_token >= info.vocab_size)
-    throw ConfigError({config.file + ": " + shard.path().string() + " holds token id " + std::to_string(max_token) +
-                       " but model '" + config.model_name + "' has vocab_size " + std::to_string(info.vocab_size) +
+// A token id the model has no embedding row for would index out of bounds deep inside LibTorch. Planning
+// checks the same (host/experiment/data_facts.hpp); this is for a cell file trained by hand.
+void check_vocabulary(const data::TokenSplit& split, const sdk::ModelInfo& info, const CellConfig& config) {
+  const data::SplitFacts facts = data::split_facts(split);
+  if (facts.max_token >= info.vocab_size)
+    throw ConfigError({config.file + ": " + facts.max_file.string() + " holds token id " +
+                       std::to_string(facts.max_token) + " but model '" + config.model_name + "' has vocab_size " +
+                       std::to_string(info.vocab_size) +
                        "; set model.vocab_size to the tokenizer's vocabulary (see dataset.json)"});
 }
 
@@ -276,8 +278,8 @@ CellTraining::CellTraining(const TrainRequest& request, const PluginRegistry& re
       role_(role_of(strategy_)),
       group_(compute_group(comm, role_.computes)),
       batching_(batching_for(train_, group_)),
-      loader_(data::TokenShard::open(config_.train_data), batching_),
-      val_loader_(data::TokenShard::open(config_.val_data), batching_),
+      loader_(data::TokenSplit::open(config_.train_data), batching_),
+      val_loader_(data::TokenSplit::open(config_.val_data), batching_),
       micro_steps_(loader_.micro_batches_per_step()),
       vocabulary_steps_(asks_for_vocabulary(strategy_record_, plan_)),
       unit_steps_(hears_units(strategy_, role_)),
@@ -290,12 +292,12 @@ CellTraining::CellTraining(const TrainRequest& request, const PluginRegistry& re
 // The data checked against the model, the strategy's set-up, then what the host adds around the model for
 // it: gradient-ready hooks, unit events, and the peak FLOP/s in the precision the strategy computes in.
 void CellTraining::set_up_strategy() {
-  for (const data::BatchLoader* l : {&loader_, &val_loader_}) check_vocabulary(l->shard(), info_, config_);
+  for (const data::BatchLoader* l : {&loader_, &val_loader_}) check_vocabulary(l->split(), info_, config_);
   torch::Tensor token_counts;
   if (vocabulary_steps_) {
-    global_loader_.emplace(data::TokenShard::open(config_.train_data),
+    global_loader_.emplace(data::TokenSplit::open(config_.train_data),
                            data::BatchLoaderOptions{train_.batch_size, train_.seq_len, train_.batch_size, 0, 1});
-    token_counts = count_tokens(loader_.shard(), info_.vocab_size);
+    token_counts = count_tokens(loader_.split(), info_.vocab_size);
   }
   const std::vector<sdk::ModelUnit> units =
       unit_steps_ ? model_units(model_, params_.size()) : std::vector<sdk::ModelUnit>{};

@@ -29,7 +29,7 @@ TEST(PrepareCommand, WritesTheDataSetAndPrintsASummary) {
   run({"prepare", "--input", data::testing::fortune_file("tao").string(), "--out", (dir / "out").string(),
        "--tokenizer", "word", "--vocab", "300", "--lowercase", "--val-fraction", "0.1"});
   const std::string out = ::testing::internal::GetCapturedStdout();
-  EXPECT_NE(out.find("word tokenizer (vocab size 300)"), std::string::npos) << out;
+  EXPECT_NE(out.find("word tokenizer (vocab size 300, 16-bit ids)"), std::string::npos) << out;
   EXPECT_NE(out.find((dir / "out" / "train.bin").string()), std::string::npos) << out;
   EXPECT_NE(out.find("documents"), std::string::npos) << out;
   EXPECT_GT(data::TokenShard::open(dir / "out" / "train.bin").size(), 1000);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "data/token_shard.hpp"
+#include "data/token_shard_writer.hpp"
 #include "data_test_support.hpp"
 
 namespace gradsweep::data {
@@ -144,6 +145,65 @@ TEST(TokenShard, TokensOutsideUint16AreRejectedAndNothingIsWritten) {
   }
   // The previous content survives and no temporary file is left behind.
   EXPECT_EQ(read_token_shard(dir / "s.bin"), std::vector<int32_t>{9});
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()), 1);
+}
+
+// llm.c's uint32 layout (dev/data/data_common.py, "llama-3"): magic 20240801, version 7, 4 bytes per token.
+TEST(TokenShard, WideIdsUseLlmcsUint32HeaderAndRoundTrip) {
+  TempDir dir;
+  const std::vector<int32_t> tokens{0, 65535, 65536, 128255, 2000000000};
+  write_token_shard(dir / "w.bin", tokens, 4);
+  const std::string bytes = testing::read_file(dir / "w.bin");
+  ASSERT_EQ(bytes.size(), 1024u + 4 * tokens.size());
+  int32_t header[3];
+  std::memcpy(header, bytes.data(), sizeof header);
+  EXPECT_EQ(header[0], 20240801);
+  EXPECT_EQ(header[1], 7);
+  EXPECT_EQ(header[2], 5);
+  uint32_t third = 0;
+  std::memcpy(&third, bytes.data() + 1024 + 8, 4);
+  EXPECT_EQ(third, 65536u);
+  const TokenShard shard = TokenShard::open(dir / "w.bin");
+  EXPECT_EQ(shard.token_bytes(), 4);
+  EXPECT_EQ(shard.max_token(), 2000000000);
+  EXPECT_EQ(read_token_shard(dir / "w.bin"), tokens);
+  EXPECT_THROW(shard.tokens(), std::logic_error);  // no uint16 view of 32-bit ids
+  // 16-bit stays the default, and its header is unchanged.
+  write_token_shard(dir / "n.bin", {1, 2});
+  EXPECT_EQ(TokenShard::open(dir / "n.bin").token_bytes(), 2);
+  EXPECT_EQ(testing::read_file(dir / "n.bin").size(), 1024u + 4);
+}
+
+TEST(TokenShard, WideShardErrorsNameTheFileAndTheWidth) {
+  TempDir dir;
+  // magic and version are a pair: 20240801 with version 1 is neither format.
+  std::string bytes = raw_shard(20240801, 1, 0, {});
+  testing::write_file(dir / "v.bin", bytes);
+  expect_open_error(dir / "v.bin", {(dir / "v.bin").string(), "unsupported version 1", "expected 7"});
+  // Two uint32 tokens promised, one present (8 bytes of body would be 4 uint16 tokens: still refused).
+  bytes = raw_shard(20240801, 7, 2, {1, 0});
+  testing::write_file(dir / "t.bin", bytes);
+  expect_open_error(dir / "t.bin", {(dir / "t.bin").string(), "truncated", "2 tokens of 4 bytes"});
+  testing::write_file(dir / "m.bin", raw_shard(20240521, 1, 0, {}));
+  expect_open_error(dir / "m.bin", {(dir / "m.bin").string(), "bad magic 20240521", "20240801"});
+}
+
+TEST(TokenShardWriter, StreamsMoreThanItsBufferAndLeavesNothingWhenNotFinished) {
+  TempDir dir;
+  {
+    TokenShardWriter writer(dir / "s.bin", 2);
+    for (int64_t i = 0; i < 1500000; ++i) writer.append(i % 65536);  // 3 MB: several buffer flushes
+    EXPECT_EQ(writer.max_token(), 65535);
+    writer.finish();
+  }
+  const TokenShard shard = TokenShard::open(dir / "s.bin");
+  ASSERT_EQ(shard.size(), 1500000);
+  for (int64_t i : {int64_t{0}, int64_t{65536}, int64_t{1499999}}) EXPECT_EQ(shard[i], i % 65536) << i;
+  {
+    TokenShardWriter abandoned(dir / "a.bin", 4);
+    abandoned.append(7);
+    EXPECT_THROW(abandoned.append(-1), std::invalid_argument);
+  }  // never finished: no a.bin, no temporary file
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()), 1);
 }
 

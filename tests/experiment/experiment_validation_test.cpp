@@ -127,8 +127,14 @@ TEST(ExperimentValidation, MissingDataRelativeToTheExperimentFile) {
   text.replace(from, to - from, "data: {train: shards/train.bin, val: shards/val.bin}");
   const auto p = test::plan_problems(dir, text);
   EXPECT_PROBLEM(p, "exp.yaml:3:15: data.train: no such file: " + (dir / "shards/train.bin").string());
+  // A file that is there but is no shard is refused at plan time too, naming it.
   test::write_text(dir / "shards/train.bin", "x");
   test::write_text(dir / "shards/val.bin", "x");
+  EXPECT_PROBLEM(test::plan_problems(dir, text),
+                 "exp.yaml:3:15: data.train: " + (dir / "shards/train.bin").string() + ": only 1 bytes");
+  for (const char* name : {"train.bin", "val.bin"})
+    std::filesystem::copy_file(test::byte_corpus() / name, dir / "shards" / name,
+                               std::filesystem::copy_options::overwrite_existing);
   EXPECT_TRUE(test::plan_problems(dir, text).empty());
 }
 

@@ -303,14 +303,17 @@ TEST_F(SweepRun, InterruptedCellResumesFromItsCheckpoint) {
 
 TEST_F(SweepRun, FailingCellDoesNotStopTheSweepUnlessFailFast) {
   const fs::path dir = test::scratch_dir();
-  // vocab_size 100 passes validation but the trainer refuses the corpus's byte ids.
+  // A 10-token validation shard is a valid shard, so it plans, but the trainer refuses it: too small for one
+  // (4, 16) batch. (A vocab_size too small for the data no longer gets this far: planning refuses it.)
+  write_shard(dir / "short.bin", 10);
+  const std::string val = (test::byte_corpus() / "val.bin").string();
   test::write_text(dir / "f.yaml",
-                   test::tiny_experiment("matrix: {model.vocab_size: [100, 257]}\nlauncher: {threads: 1}\n", 2));
+                   test::tiny_experiment("matrix: {data.val: [short.bin, " + val + "]}\nlauncher: {threads: 1}\n", 2));
   const auto r = run(dir / "f.yaml", dir / "out");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("1 ok, 1 failed"), std::string::npos) << r.output;
   const auto csv = test::read_text(dir / "out" / "results.csv");
-  EXPECT_NE(csv.find("has vocab_size 100"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("too small for one batch"), std::string::npos) << csv;
 
   const auto ff = run(dir / "f.yaml", dir / "out2", "--fail-fast");
   EXPECT_EQ(ff.exit_code, 1) << ff.output;

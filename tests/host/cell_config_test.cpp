@@ -37,13 +37,24 @@ TEST(CellConfig, ValidFileGetsDefaultsAndResolvedPaths) {
   const auto c = parse_cell_config(kValid, "exp.yaml", "/base");
   EXPECT_EQ(c.model_name, "gpt2");
   EXPECT_EQ(c.strategy_name, "single");  // the default strategy
-  EXPECT_EQ(c.train_data, "/base/d/train.bin");
-  EXPECT_EQ(c.val_data, "/abs/val.bin");
+  EXPECT_EQ(c.train_data, std::vector<std::filesystem::path>{"/base/d/train.bin"});
+  EXPECT_EQ(c.val_data, std::vector<std::filesystem::path>{"/abs/val.bin"});
   EXPECT_EQ(c.train.steps, 10);
   EXPECT_DOUBLE_EQ(c.train.optimizer.lr, 1e-3);
   EXPECT_DOUBLE_EQ(c.train.optimizer.beta2, 0.95);
   EXPECT_EQ(c.train.optimizer.kind, sdk::OptimizerSpec::Kind::AdamW);
   EXPECT_EQ(c.resolved["train"]["grad_clip"].as<double>(), 1.0);
+}
+
+// A split may be a list of shards, directories and globs: each resolved against the file's directory, in
+// list order; anything else than a list of paths is refused at its position.
+TEST(CellConfig, DataSplitsMayBeListsOfPaths) {
+  const auto c = parse_cell_config(kValid, "exp.yaml", "/base", {"data.train=[d/a.bin, /x/shards, d/b_*.bin]"});
+  EXPECT_EQ(c.train_data, (std::vector<std::filesystem::path>{"/base/d/a.bin", "/x/shards", "/base/d/b_*.bin"}));
+  EXPECT_EQ(c.resolved["data"]["train"].size(), 3u);
+  std::string all;
+  for (const auto& p : problems_of(kValid, {"data.val=[[a.bin]]"})) all += p + "\n";
+  EXPECT_NE(all.find("data.val: expected a string"), std::string::npos) << all;
 }
 
 TEST(CellConfig, UnknownKeyNamesKeyFileLineAndSuggestion) {
