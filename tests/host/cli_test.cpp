@@ -114,7 +114,8 @@ test::CommandResult train_model(const std::string& model_section) {
 TEST(Cli, TrainUnknownModelListsAvailable) {
   const auto r = train_model("{name: gtp2}");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("unknown model plugin 'gtp2'; available: gpt2, llama, lstm_lm"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("unknown model plugin 'gtp2'; available: gpt2, llama, lstm_lm"), std::string::npos)
+      << r.output;
 }
 
 TEST(Cli, TrainRejectsTokensBeyondTheModelVocabulary) {
