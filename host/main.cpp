@@ -1,5 +1,6 @@
 // gradsweep: data-parallel training experiments over pluggable strategies and models.
 #include "cli/bench_comm_command.hpp"
+#include "cli/export_command.hpp"
 #include "cli/check_command.hpp"
 #include "cli/cluster_command.hpp"
 #include "cli/plan_command.hpp"
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   gradsweep::cli::register_prepare_command(app);
   gradsweep::host::register_bench_comm_command(app);
   gradsweep::host::register_trace_command(app);   // docs/results.md, "Trace"
+  gradsweep::host::register_export_command(app);  // docs/models.md, "Export"
   gradsweep::cli::register_cluster_command(app);  // docs/cluster.md
   // Sweeps (docs/experiments.md).
   gradsweep::cli::register_plan_command(app);

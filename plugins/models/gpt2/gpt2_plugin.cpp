@@ -1,7 +1,9 @@
 // The `gpt2` model plugin: GPT-2 behind the SDK's Model interface.
 #include "gpt2_config.hpp"
 #include "gpt2_module.hpp"
-#include "lm_loss.hpp"  // plugins/models/common
+#include "block_units.hpp"  // plugins/models/common
+#include "hf_export.hpp"    // plugins/models/common
+#include "lm_loss.hpp"      // plugins/models/common
 
 #include <gradsweep/sdk/plugin.hpp>
 
@@ -54,16 +56,7 @@ class Gpt2Model final : public sdk::Model {
 
   // SDK 1.4: each block is a unit, "h.<i>"; the embeddings (wte is also the tied head) and ln_f are the root.
   std::vector<sdk::ModelUnit> declare_units() override {
-    std::vector<sdk::ModelUnit> units(static_cast<std::size_t>(config_.n_layer));
-    for (std::size_t u = 0; u < units.size(); ++u) units[u].name = "h." + std::to_string(u);
-    std::size_t index = 0;
-    for (const auto& item : net_->named_parameters()) {
-      const std::string& name = item.key();
-      if (name.rfind("h.", 0) == 0)
-        units[std::stoul(name.substr(2, name.find('.', 2) - 2))].parameters.push_back(index);
-      ++index;
-    }
-    return units;
+    return block_units(net_->named_parameters(), "h.", config_.n_layer);
   }
 
   // llm.c's estimate: 6 FLOPs per parameter per token (2 forward, 4 backward) for the matrix products,
@@ -74,6 +67,40 @@ class Gpt2Model final : public sdk::Model {
   }
 
   void train_mode(bool training) override { net_->train(training); }
+
+  // SDK 1.5: transformers' GPT2LMHeadModel. Its names carry "transformer."; its attention and MLP matrices
+  // are Conv1D, (in, out), the transpose of LibTorch's Linear; wte loses its padding rows; the head is tied,
+  // so there is no lm_head tensor.
+  sdk::ExportedWeights export_to(const std::string& format) override {
+    require_hf(format, "gpt2");
+    sdk::ExportedWeights out;
+    out.config_json = JsonObject()
+                          .raw("architectures", "[\"GPT2LMHeadModel\"]")
+                          .text("model_type", "gpt2")
+                          .integer("vocab_size", config_.vocab_size)
+                          .integer("n_positions", config_.block_size)
+                          .integer("n_embd", config_.n_embd)
+                          .integer("n_layer", config_.n_layer)
+                          .integer("n_head", config_.n_head)
+                          .raw("n_inner", "null")
+                          .text("activation_function", "gelu_new")
+                          .number("layer_norm_epsilon", 1e-5)
+                          .number("resid_pdrop", config_.dropout)
+                          .number("embd_pdrop", config_.dropout)
+                          .number("attn_pdrop", config_.dropout)
+                          .flag("scale_attn_weights", true)
+                          .flag("tie_word_embeddings", true)
+                          .text("torch_dtype", "float32")
+                          .str();
+    for (const auto& item : net_->named_parameters()) {
+      const std::string& name = item.key();
+      const bool conv1d =
+          name.find(".c_") != std::string::npos && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+      out.tensors.push_back(
+          exported("transformer." + name, item.value(), name == "wte.weight" ? config_.vocab_size : 0, conv1d));
+    }
+    return out;
+  }
 
  private:
   std::string padding_note() const {

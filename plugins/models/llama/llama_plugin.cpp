@@ -2,7 +2,9 @@
 // attention) behind the SDK's Model interface.
 #include "llama_config.hpp"
 #include "llama_module.hpp"
-#include "lm_loss.hpp"  // plugins/models/common
+#include "block_units.hpp"  // plugins/models/common
+#include "hf_export.hpp"    // plugins/models/common
+#include "lm_loss.hpp"      // plugins/models/common
 
 #include <gradsweep/sdk/plugin.hpp>
 
@@ -56,16 +58,7 @@ class LlamaModel final : public sdk::Model {
 
   // SDK 1.4: each block is a unit, "layers.<i>"; the embedding, the final norm and the head are the root.
   std::vector<sdk::ModelUnit> declare_units() override {
-    std::vector<sdk::ModelUnit> units(static_cast<std::size_t>(config_.n_layer));
-    for (std::size_t u = 0; u < units.size(); ++u) units[u].name = "layers." + std::to_string(u);
-    std::size_t index = 0;
-    for (const auto& item : net_->named_parameters()) {
-      const std::string& name = item.key();
-      if (name.rfind("layers.", 0) == 0)
-        units[std::stoul(name.substr(7, name.find('.', 7) - 7))].parameters.push_back(index);
-      ++index;
-    }
-    return units;
+    return block_units(net_->named_parameters(), "layers.", config_.n_layer);
   }
 
   // 6 FLOPs per parameter per token for the matrix products (2 forward, 4 backward), plus attention's
@@ -78,6 +71,40 @@ class LlamaModel final : public sdk::Model {
   }
 
   void train_mode(bool training) override { net_->train(training); }
+
+  // SDK 1.5: transformers' LlamaForCausalLM: the same names under "model." (the head outside it), the
+  // token matrices without their padding rows.
+  sdk::ExportedWeights export_to(const std::string& format) override {
+    require_hf(format, "llama");
+    sdk::ExportedWeights out;
+    out.config_json = JsonObject()
+                          .raw("architectures", "[\"LlamaForCausalLM\"]")
+                          .text("model_type", "llama")
+                          .integer("vocab_size", config_.vocab_size)
+                          .integer("hidden_size", config_.n_embd)
+                          .integer("intermediate_size", config_.intermediate_size)
+                          .integer("num_hidden_layers", config_.n_layer)
+                          .integer("num_attention_heads", config_.n_head)
+                          .integer("num_key_value_heads", config_.n_kv_head)
+                          .integer("head_dim", config_.head_size())
+                          .integer("max_position_embeddings", config_.block_size)
+                          .number("rms_norm_eps", config_.norm_eps)
+                          .number("rope_theta", config_.rope_theta)
+                          .text("hidden_act", "silu")
+                          .flag("attention_bias", false)
+                          .flag("mlp_bias", false)
+                          .number("attention_dropout", config_.dropout)
+                          .flag("tie_word_embeddings", config_.tie_embeddings)
+                          .text("torch_dtype", "float32")
+                          .str();
+    for (const auto& item : net_->named_parameters()) {
+      const std::string& name = item.key();
+      const bool token_rows = name == "embed_tokens.weight" || name == "lm_head.weight";
+      out.tensors.push_back(exported(name == "lm_head.weight" ? name : "model." + name, item.value(),
+                                     token_rows ? config_.vocab_size : 0));
+    }
+    return out;
+  }
 
  private:
   LlamaConfig config_;

@@ -31,7 +31,8 @@ inline constexpr std::uint32_t kAbiMajor = 1;
 //      Communicator::reduce_scatter_async, ::allgather_async (what `zero2` overlaps with backward);
 //      capabilities.hpp (StrategyCapabilities, check_plan, option choices: PluginDescriptor's appended
 //      capabilities, check_plan, option_choices); Communicator::features.
-inline constexpr std::uint32_t kAbiMinor = 4;
+// 1.5: ModelAbi::export_weights and ExportedWeights (`gradsweep export`).
+inline constexpr std::uint32_t kAbiMinor = 5;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 
 enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };

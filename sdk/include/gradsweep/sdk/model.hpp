@@ -101,6 +101,15 @@ class UnitCalls {
   UnitHooks* hooks_ = nullptr;
 };
 
+// ---- ABI 1.5: weights that leave gradsweep ----
+// The model's parameters as another framework lays them out: for format "hf", Hugging Face transformers'
+// config.json and the tensors its model class loads (its names, its layouts, the real vocabulary's rows
+// only). The host writes them (model.safetensors beside config.json: `gradsweep export`).
+struct ExportedWeights {
+  std::string config_json;
+  std::vector<NamedTensor> tensors;  // contiguous, on the CPU
+};
+
 class ModelAbi {
  public:
   virtual Status info(ModelInfo* out) noexcept = 0;
@@ -117,6 +126,9 @@ class ModelAbi {
   virtual Status units(std::vector<ModelUnit>* out) noexcept = 0;
   // Hooks the model calls around each unit in every forward pass from now on; nullptr: none.
   virtual Status set_unit_hooks(UnitHooks* hooks) noexcept = 0;
+  // ---- ABI 1.5 ----
+  // The current parameters in `format` ("hf"); an error Status names the formats the model has.
+  virtual Status export_weights(const std::string& format, ExportedWeights* out) noexcept = 0;
 
  protected:
   ~ModelAbi() = default;  // destroyed only through the plugin's own destroy function
@@ -135,6 +147,10 @@ class Model : public ModelAbi {
   virtual double training_flops_per_token(std::int64_t seq_len) = 0;
   virtual void train_mode(bool training) = 0;
   virtual std::vector<ModelUnit> declare_units() { return {}; }
+  // SDK 1.5: the parameters in another framework's layout (ExportedWeights); by default none.
+  virtual ExportedWeights export_to(const std::string& format) {
+    throw Error("model '" + describe().architecture + "' has no export to '" + format + "'");
+  }
 
   const PluginContext& context() const { return context_; }
   // What the forward pass calls around each declared unit.
@@ -164,6 +180,9 @@ class Model : public ModelAbi {
   }
   Status set_unit_hooks(UnitHooks* hooks) noexcept final {
     return guard([&] { unit_calls_.set(hooks); });
+  }
+  Status export_weights(const std::string& format, ExportedWeights* out) noexcept final {
+    return guard([&] { *out = export_to(format); });
   }
 
   PluginContext context_;
