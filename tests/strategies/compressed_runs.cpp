@@ -10,7 +10,8 @@ namespace fs = std::filesystem;
 
 std::vector<std::vector<std::int64_t>> gpt2_tiny_shapes() {
   const std::int64_t e = 64;
-  std::vector<std::vector<std::int64_t>> shapes{{257, e}, {32, e}};
+  // wte: 257 ids in 384 rows (model.vocab_multiple 128), then wpe.
+  std::vector<std::vector<std::int64_t>> shapes{{384, e}, {32, e}};
   for (int layer = 0; layer < 2; ++layer) {
     const std::vector<std::vector<std::int64_t>> block{{e},        {e},      // ln_1
                                                        {3 * e, e}, {3 * e},  // attn.c_attn

@@ -11,8 +11,8 @@
 
 namespace gradsweep::test {
 
-// The parameter shapes of gpt2-tiny as train_tiny builds it (vocabulary 257, block 32, n_embd 64, two
-// layers, the output layer tied to the embedding): 28 tensors, 118,592 elements.
+// The parameter shapes of gpt2-tiny as train_tiny builds it (vocabulary 257 in 384 rows, block 32, n_embd 64, two
+// layers, the output layer tied to the embedding): 28 tensors, 126,720 elements.
 std::vector<std::vector<std::int64_t>> gpt2_tiny_shapes();
 std::int64_t numel_of(const std::vector<std::int64_t>& shape);
 
