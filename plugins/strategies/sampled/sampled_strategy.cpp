@@ -63,10 +63,11 @@ void SampledStrategy::on_setup(const sdk::StrategySetup& setup) {
   if (k < 0 || k > vocab_size_)
     throw sdk::Error("strategy '" + kName + "': negatives " + std::to_string(k) + " must be in [0, vocab_size " +
                      std::to_string(vocab_size_) + "]");
+  // A token matrix may have more rows than ids (padded to a multiple for the GEMM): the steps touch ids only.
   for (const auto& p : setup.parameters)
-    if (p.row_sparse && (p.tensor.dim() == 0 || p.tensor.size(0) != vocab_size_))
+    if (p.row_sparse && (p.tensor.dim() == 0 || p.tensor.size(0) < vocab_size_))
       throw sdk::Error("strategy '" + kName + "': row-sparse parameter '" + p.name + "' has " +
-                       std::to_string(p.tensor.dim() == 0 ? 0 : p.tensor.size(0)) + " rows, not vocab_size " +
+                       std::to_string(p.tensor.dim() == 0 ? 0 : p.tensor.size(0)) + " rows, fewer than vocab_size " +
                        std::to_string(vocab_size_));
 
   torch::Tensor weights;
