@@ -2,7 +2,7 @@
 # Formats gradsweep's C++ sources with clang-format and the tree's .clang-format (docs/development.md).
 #   scripts/format.sh            rewrites every tracked .cpp/.hpp/.h file in place
 #   scripts/format.sh --check    lists the files that differ from their formatted selves; exits 1 if any do
-#   scripts/format.sh FILE...    only these files (with or without --check)
+#   scripts/format.sh FILE...    only these files (with or without --check); files that are not C++ are skipped
 # Exits 77 (ctest's skip code here) when clang-format is not installed. Version 14 (Debian 12) is the one
 # the tree is formatted with: other versions break some lines differently.
 set -euo pipefail
@@ -24,6 +24,17 @@ fi
 if [ ${#files[@]} -eq 0 ]; then
   mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.h')
 fi
+# Only C++ sources: clang-format would rewrite a README or a CMakeLists.txt given by mistake (as in
+# `scripts/format.sh $(git diff --name-only)`), so other files are named and left alone.
+cxx=()
+for f in "${files[@]}"; do
+  case "$f" in
+    *.cpp | *.hpp | *.h | *.cu | *.cuh) cxx+=("$f") ;;
+    *) echo "format: $f is not a C++ source; left alone" >&2 ;;
+  esac
+done
+files=("${cxx[@]}")
+[ ${#files[@]} -eq 0 ] && { echo "format: no C++ sources given"; exit 0; }
 
 if [ $check -eq 0 ]; then
   printf '%s\0' "${files[@]}" | xargs -0 -n 32 "$tool" -i --style=file
