@@ -18,6 +18,18 @@
 #include <thread>
 
 namespace gradsweep::host {
+
+CallShape call_shape(CommOp op, const torch::Tensor& tensor, int reduce, int peer, bool ring) {
+  CallShape s;
+  s.op = op;
+  s.ring = ring;
+  s.reduce = static_cast<std::int8_t>(reduce);
+  s.dtype = static_cast<std::int16_t>(tensor.scalar_type());
+  s.count = tensor.numel();
+  s.peer = peer;
+  s.bytes = static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
+  return s;
+}
 namespace fs = std::filesystem;
 
 namespace {

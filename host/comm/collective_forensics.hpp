@@ -19,6 +19,7 @@
 #include "comm/hang_verdict.hpp"
 
 #include <nlohmann/json.hpp>
+#include <torch/types.h>
 
 #include <atomic>
 #include <filesystem>
@@ -26,6 +27,10 @@
 #include <string>
 
 namespace gradsweep::host {
+
+// What a call on `tensor` is, for the flight recorder and the fingerprint check, on any backend: its op,
+// reduction, dtype, element count, peer and bytes; `ring` for gradsweep's own ring algorithm.
+CallShape call_shape(CommOp op, const torch::Tensor& tensor, int reduce = -1, int peer = -1, bool ring = false);
 
 namespace forensics {
 // The cell directory dumps go under; until it is set (or when empty) nothing is written. Removes this

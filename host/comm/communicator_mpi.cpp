@@ -139,15 +139,7 @@ void MpiCommunicator::on_timeout(const std::string& what, double waited) {
 }
 
 CallShape MpiCommunicator::shape(CommOp op, const torch::Tensor& tensor, int reduce, int peer, bool ring) {
-  CallShape s;
-  s.op = op;
-  s.ring = ring;
-  s.reduce = static_cast<std::int8_t>(reduce);
-  s.dtype = static_cast<std::int16_t>(tensor.scalar_type());
-  s.count = tensor.numel();
-  s.peer = peer;
-  s.bytes = static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
-  return s;
+  return call_shape(op, tensor, reduce, peer, ring);
 }
 
 FlightRecorder::Scope MpiCommunicator::record(const CallShape& call) {

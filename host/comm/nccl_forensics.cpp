@@ -24,17 +24,6 @@ std::string oldest_open(const std::vector<FlightEntry>& entries) {
 
 }  // namespace
 
-CallShape call_shape(CommOp op, const torch::Tensor& tensor, int reduce, int peer) {
-  CallShape s;
-  s.op = op;
-  s.reduce = static_cast<std::int8_t>(reduce);
-  s.dtype = static_cast<std::int16_t>(tensor.scalar_type());
-  s.count = tensor.numel();
-  s.peer = peer;
-  s.bytes = static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
-  return s;
-}
-
 std::string numbered(const CallShape& shape, std::uint64_t seq) {
   if (is_collective(shape.op)) return describe(shape) + " #" + std::to_string(seq);
   return describe(shape) + " (point-to-point #" + std::to_string(seq) + ")";

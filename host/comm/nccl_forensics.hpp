@@ -24,9 +24,6 @@
 
 namespace gradsweep::host {
 
-// What a call on `tensor` is, for the flight recorder (the MPI backend's CallShape; dtype, count, bytes).
-CallShape call_shape(CommOp op, const torch::Tensor& tensor, int reduce = -1, int peer = -1);
-
 // "allreduce of 1024 float32 (4.0 KiB) #12" (the collective's number, the same on every rank), "send of
 // 4 float32 (16 B) to rank 1 (point-to-point #3)": what the watchdog, errors and logs call a recorded call.
 std::string numbered(const CallShape& shape, std::uint64_t seq);
