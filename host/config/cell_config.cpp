@@ -68,7 +68,10 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
         {{"kernel_profile", OptionType::Int, "0",
           "profile this many steps after the first with LibTorch's profiler and split their time by kernel class "
           "(GEMM, attention, elementwise/norm, optimizer, communication, other) into kernel-profile.json (0 = off)"},
-         {0, kMaxCount}}}},
+         {0, kMaxCount}},
+        {{"tensorboard", OptionType::Bool, "true",
+          "TensorBoard event files in tensorboard/ beside metrics.jsonl (rank 0): every metric per step, validation, "
+          "and the cell's sweep axes for the HParams dashboard"}}}},
       {"runtime",
        {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"},
          {0, kMaxThreads}},
@@ -127,6 +130,11 @@ std::vector<fs::path> data_paths(const YAML::Node& value, const fs::path& base_d
 }  // namespace
 
 const std::map<std::string, std::vector<HostOption>>& host_options() { return host_schema(); }
+
+const std::set<std::string>& host_keys_of(const std::string& section) {
+  static const std::set<std::string> model{"name", "init_from"}, other{"name"};
+  return section == "model" ? model : other;
+}
 
 void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, const std::string& key,
                                Diagnostics& diag) {
@@ -230,6 +238,13 @@ void read_plugin_choices(CellConfig& config, const fs::path& base_dir, Diagnosti
     }
     (section == "model" ? config.model_name : config.strategy_name) = node["name"].Scalar();
   }
+  if (const YAML::Node from =
+          config.root["model"] && config.root["model"].IsMap() ? config.root["model"]["init_from"] : YAML::Node()) {
+    if (!from.IsScalar() || from.Scalar().empty())
+      diag.error(from, "model.init_from", "expected a directory (a Hugging Face model: model.safetensors)");
+    else if (config.init_from = resolve_path(base_dir, from.Scalar()); !fs::is_directory(config.init_from))
+      diag.error(from, "model.init_from", "no such directory: " + config.init_from.string());
+  }
   if (const YAML::Node plugins = config.root["plugins"]) {
     const YAML::Node paths = plugins["paths"];
     if (!plugins.IsMap() || (paths && !paths.IsSequence()))
@@ -275,6 +290,7 @@ void read_run_settings(CellConfig& config, std::map<std::string, sdk::Options>& 
   config.peak_flops = host["metrics"].number("peak_flops");
   config.trace = host["metrics"].text("trace");
   config.kernel_profile = host["metrics"].integer("kernel_profile");
+  config.tensorboard = host["metrics"].flag("tensorboard");
   if (config.kernel_profile >= config.train.steps && config.kernel_profile > 0)
     diag.error(config.root["metrics"]["kernel_profile"], "metrics.kernel_profile",
                "profiles the steps after the first (a warm-up), so it must be below train.steps (" +
@@ -328,7 +344,7 @@ CellConfig load_cell_config(const fs::path& file, const std::vector<std::string>
 sdk::Options resolve_plugin_options(const CellConfig& config, const std::string& section,
                                     const std::vector<sdk::OptionSpec>& specs, const OptionChoices& choices) {
   Diagnostics diag(config.file);
-  sdk::Options options = resolve_options(config.root[section], section, specs, choices, {"name"}, diag);
+  sdk::Options options = resolve_options(config.root[section], section, specs, choices, host_keys_of(section), diag);
   diag.throw_if_any();
   return options;
 }

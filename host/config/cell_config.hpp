@@ -7,7 +7,7 @@
 //   train:    {steps, batch_size, micro_batch, seq_len, optimizer, lr, ...}
 //   eval:     {every, batches}
 //   checkpoint: {every}
-//   metrics:  {log_every, peak_flops, trace, kernel_profile}
+//   metrics:  {log_every, peak_flops, trace, kernel_profile, tensorboard}
 //   runtime:  {threads, device, comm}
 //   plugins:  {paths: [DIR, ...]}
 //
@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct CellConfig {
   std::string file;  // where it came from, for messages
   YAML::Node root;   // as written, after --set overrides
   std::string model_name;
+  // model.init_from made absolute: a Hugging Face model directory to start from; empty: the plugin's own
+  // initialisation (export/model_import.hpp).
+  std::filesystem::path init_from;
   std::string strategy_name;
   // data.train / data.val as written, relative paths made absolute against the file's directory: one
   // entry, or the list's entries in order. Which shards they name is data::resolve_split_paths's rule.
@@ -62,6 +66,7 @@ struct CellConfig {
   double peak_flops = 0.0;          // 0 = measure
   std::string trace = "sampled";    // which steps train/timeline.hpp traces: sampled, all or off
   std::int64_t kernel_profile = 0;  // steps after the first profiled by kernel class (0 = off)
+  bool tensorboard = true;          // TensorBoard event files beside metrics.jsonl (train/tensorboard_log.hpp)
   std::int64_t threads = 0;         // 0 = cores / ranks on this node
   std::string device;
   bool tf32 = false;          // float32 matmuls on TF32 tensor cores (CUDA only); runtime.tf32 resolved
@@ -84,6 +89,10 @@ CellConfig parse_cell_tree(const YAML::Node& root, const std::string& file_name,
 
 // Applies "a.b.c=value" to a YAML tree (creating maps as needed); throws on a malformed override.
 void apply_override(YAML::Node& root, const std::string& assignment);
+
+// The keys of a plugin's section that the host reads itself (the rest are the plugin's options): the
+// plugin's name, and the model's init_from.
+const std::set<std::string>& host_keys_of(const std::string& section);
 
 // The host's own keys by section, with their ranges (for docs and tests: every number has a range).
 const std::map<std::string, std::vector<HostOption>>& host_options();

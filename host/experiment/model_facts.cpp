@@ -2,6 +2,7 @@
 
 #include "comm/host_communicator.hpp"
 #include "config/option_schema.hpp"
+#include "export/model_import.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "services/logging.hpp"
 #include "services/step_metrics.hpp"
@@ -9,14 +10,15 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <stdexcept>
 #include <type_traits>
 #include <variant>
 
 namespace gradsweep::experiment {
 
-const sdk::ModelInfo& ModelFacts::of(const host::PluginRecord& record, const sdk::Options& options) {
-  // The key is asked for once per cell: built from the values directly, as emitting YAML for it cost more
-  // than the rest of the look-up.
+// The key is asked for once per cell: built from the values directly, as emitting YAML for it cost more
+// than the rest of the look-up.
+std::string ModelFacts::key_of(const host::PluginRecord& record, const sdk::Options& options) {
   std::string id = record.path.string() + "\n" + record.name;
   for (const auto& [key, value] : options.values()) {
     id += "\n" + key + "=" + std::to_string(value.index()) + ":";
@@ -35,6 +37,11 @@ const sdk::ModelInfo& ModelFacts::of(const host::PluginRecord& record, const sdk
         },
         value);
   }
+  return id;
+}
+
+const sdk::ModelInfo& ModelFacts::of(const host::PluginRecord& record, const sdk::Options& options) {
+  const std::string id = key_of(record, options);
   if (const auto it = known_.find(id); it != known_.end()) return it->second;
 
   const torch::NoGradGuard no_grad;
@@ -45,6 +52,22 @@ const sdk::ModelInfo& ModelFacts::of(const host::PluginRecord& record, const sdk
   sdk::ModelInfo info;
   model.call(model->info(&info), "info");
   return known_.emplace(id, info).first->second;
+}
+
+void ModelFacts::check_weights(const host::PluginRecord& record, const sdk::Options& options,
+                               const std::filesystem::path& dir) {
+  const std::string id = key_of(record, options) + "\ninit_from=" + dir.string();
+  auto it = weights_checked_.find(id);
+  if (it == weights_checked_.end()) {
+    std::string refusal;
+    try {
+      host::check_hf_weights(record, options, dir);
+    } catch (const std::exception& e) {
+      refusal = e.what();
+    }
+    it = weights_checked_.emplace(id, refusal).first;
+  }
+  if (!it->second.empty()) throw std::runtime_error(it->second);
 }
 
 }  // namespace gradsweep::experiment

@@ -223,7 +223,7 @@ std::map<std::string, sdk::Options> resolve_plugin_sections(const YAML::Node& ce
       continue;
     }
     plugin_options[section] = host::resolve_options(cell[section], section, host::option_specs(*record),
-                                                    host::option_choices(*record), {"name"}, diag);
+                                                    host::option_choices(*record), host::host_keys_of(section), diag);
   }
   return plugin_options;
 }
@@ -246,6 +246,17 @@ std::optional<host::CellConfig> load_cell_config(const YAML::Node& cell, const E
   return std::nullopt;
 }
 
+// model.init_from: the model as configured takes the directory's weights, or the key is refused where
+// it was written.
+void check_init_from(const CellTree& tree, const host::CellConfig& config, const host::PluginRecord& model,
+                     std::map<std::string, sdk::Options>& plugin_options, ModelFacts& model_facts, Diagnostics& diag) {
+  try {
+    model_facts.check_weights(model, plugin_options["model"], config.init_from);
+  } catch (const std::exception& e) {
+    diag.error(node_for_key(tree.cell, "model.init_from", false), "model.init_from", e.what());
+  }
+}
+
 // What the plugins answer about the cell, asked only when their options are valid: the model as its
 // plugin resolves it (a preset's block size, not the keys as read), and the strategy's verdict on the
 // cell (refused by what it declares; how many ranks the batch is split over). Returns the computing ranks.
@@ -265,6 +276,8 @@ int check_with_plugins(const CellTree& tree, const host::CellConfig& config, con
     } catch (const std::exception& e) {
       diag.error(node_for_key(tree.cell, "model.name", false), "model", e.what());
     }
+    if (!config.init_from.empty() && diag.empty())
+      check_init_from(tree, config, *model, plugin_options, model_facts, diag);
   }
   int computing = std::max(1, world);
   if (const host::PluginRecord* strategy = registry.try_find(sdk::PluginKind::Strategy, config.strategy_name);

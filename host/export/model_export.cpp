@@ -1,6 +1,7 @@
 #include "export/model_export.hpp"
 
 #include "comm/host_communicator.hpp"
+#include "config/cell_config.hpp"
 #include "config/config_error.hpp"
 #include "config/option_schema.hpp"
 #include "export/safetensors_file.hpp"
@@ -91,7 +92,7 @@ ExportResult export_cell(const ExportRequest& request) {
   Diagnostics diag((request.cell_dir / "config.resolved.yaml").string());
   const std::vector<sdk::OptionSpec> specs(record.descriptor->options,
                                            record.descriptor->options + record.descriptor->option_count);
-  const sdk::Options options = resolve_options(section, "model", specs, {"name"}, diag);
+  const sdk::Options options = resolve_options(section, "model", specs, host_keys_of("model"), diag);
   diag.throw_if_any();
 
   PluginLogger logger("model " + record.name);

@@ -5,6 +5,7 @@
 #include "data/batch_loader.hpp"
 #include "data/split_facts.hpp"
 #include "data/token_split.hpp"
+#include "export/model_import.hpp"
 #include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "services/logging.hpp"
@@ -293,6 +294,11 @@ CellTraining::CellTraining(const TrainRequest& request, const PluginRegistry& re
 // it: gradient-ready hooks, unit events, and the peak FLOP/s in the precision the strategy computes in.
 void CellTraining::set_up_strategy() {
   for (const data::BatchLoader* l : {&loader_, &val_loader_}) check_vocabulary(l->split(), info_, config_);
+  // Before the strategy's set-up: a sharding strategy copies the parameters there.
+  if (!config_.init_from.empty()) {
+    import_hf_weights(model_, config_.init_from);
+    spdlog::info("model weights from {}", config_.init_from.string());
+  }
   torch::Tensor token_counts;
   if (vocabulary_steps_) {
     global_loader_.emplace(data::TokenSplit::open(config_.train_data),
@@ -509,6 +515,7 @@ nlohmann::json CellTraining::write_summary() {
   YAML::Node resolved = YAML::Clone(config_.resolved);
   resolved["model"] = to_yaml(model_services_.options);
   resolved["model"]["name"] = config_.model_name;
+  if (!config_.init_from.empty()) resolved["model"]["init_from"] = config_.init_from.string();
   resolved["strategy"] = to_yaml(strategy_services_.options);
   resolved["strategy"]["name"] = config_.strategy_name;
   RunFacts facts{info_, config_.model_name, config_.strategy_name, comm_.size(),    threads_,         train_.steps,

@@ -1,35 +1,22 @@
 // `gradsweep export --format hf` against Hugging Face transformers: real runs train gpt2 under zero2 and
 // llama under fsdp on 2 ranks (so rank 0's checkpoint holds gathered shards) and llama with its own head on
 // one; each exported step-3 checkpoint, loaded by AutoModelForCausalLM.from_pretrained, gives the loss that
-// gradsweep logged for step 3's batch, to fp32 rounding, and the step-5 export does not. Errors name what
-// is missing.
-#include "support/test_support.hpp"
+// gradsweep logged for step 3's batch and the logits gradsweep's own forward gives (SDK 1.6
+// ModelAbi::logits), to fp32 rounding, and the step-5 export does not. The export read back by the model
+// (import_weights, what `model.init_from` does) exports to the same bytes. Errors name what is missing.
+#include "hf_test_support.hpp"
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+#include "export/model_import.hpp"
+#include "export/safetensors_file.hpp"
+#include "support/plugin_fixture.hpp"
 
-#include <cmath>
-#include <cstdlib>
-#include <fstream>
-#include <string>
+#include <yaml-cpp/yaml.h>
+
+#include <iostream>
 
 namespace gradsweep::test {
 namespace {
 namespace fs = std::filesystem;
-
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
-double logged_loss(const fs::path& metrics, std::int64_t step) {
-  std::ifstream in(metrics);
-  for (std::string line; std::getline(in, line);) {
-    const auto record = nlohmann::json::parse(line);
-    if (record.at("step") == step) return record.at("loss");
-  }
-  return std::nan("");
-}
 
 struct Case {
   const char* label;
@@ -40,49 +27,68 @@ struct Case {
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
 
+// The case's model built through the host's loader, from its model section's options.
+std::shared_ptr<LoadedModel> model_of(const Case& c) {
+  const YAML::Node section = YAML::Load(c.model)["model"];
+  return load_model(section["name"].as<std::string>(), YAML::Dump(section));
+}
+
+// gradsweep's logits for transformers' inputs (written by the reference script), from the exported
+// weights read back; returns the largest difference, relative to the largest logit.
+double largest_logit_difference(const Case& c, const fs::path& hf, const fs::path& reference_file) {
+  const auto model = model_of(c);
+  model->set_training(false);
+  const host::HfWeights weights(hf);
+  sdk::check((*model)->import_weights("hf", weights.weights()));
+  const host::SafetensorsFile reference(reference_file);
+  torch::Tensor inputs, expected;
+  for (const auto& t : reference.tensors()) (t.name == "logits" ? expected : inputs) = t.tensor;
+  torch::Tensor ours;
+  sdk::check((*model)->logits({inputs.to(torch::kLong), inputs.to(torch::kLong)}, &ours));
+  EXPECT_EQ(ours.sizes(), expected.sizes());
+  if (ours.sizes() != expected.sizes()) return std::nan("");
+  return ((ours - expected).abs().max() / expected.abs().max()).item<double>();
+}
+
+// The model reads the export back and exports it again: the same config and the same bytes.
+void expect_round_trip(const Case& c, const fs::path& hf, const fs::path& dir) {
+  const auto model = model_of(c);
+  {
+    const host::HfWeights weights(hf);
+    sdk::check((*model)->import_weights("hf", weights.weights()));
+  }
+  sdk::ExportedWeights again;
+  sdk::check((*model)->export_weights("hf", &again));
+  host::write_safetensors(dir / "again.safetensors", again.tensors);
+  EXPECT_EQ(read_text(dir / "again.safetensors"), read_text(hf / "model.safetensors"));
+  EXPECT_EQ(again.config_json + "\n", read_text(hf / "config.json"));
+}
+
 class ExportToTransformers : public ::testing::TestWithParam<Case> {};
 
-TEST_P(ExportToTransformers, LoadsAndGivesTheLossGradsweepLogged) {
-  const std::string python = GRADSWEEP_TEST_PYTHON;
-  if (run_command(python + " -c 'import transformers, safetensors'").exit_code != 0) {
-    const std::string why = python + " has no transformers/safetensors (scripts/install-deps.sh installs them)";
-    if (in_ci()) FAIL() << "under CI: " << why;
-    GTEST_SKIP() << why;
-  }
+TEST_P(ExportToTransformers, GivesTheLossAndLogitsOfGradsweepAndReadsBack) {
+  GRADSWEEP_REQUIRE_HF_PYTHON();
   const Case& c = GetParam();
   const fs::path dir = scratch_dir();
-  const fs::path corpus = byte_corpus();
-  const fs::path cell = dir / "cell.yaml";
   // 5 steps, checkpoints after 3 and 5: the learning rate reaches 0 only at the last step, so the two differ.
-  write_text(cell, std::string(c.model) + "\nstrategy: {name: " + c.strategy + "}\ndata: {train: " +
-                       (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
-                       "}\ntrain: {steps: 5, batch_size: 6, seq_len: 48, lr: 3e-3, seed: 5}\n"
-                       "checkpoint: {every: 3}\neval: {batches: 1}\nruntime: {threads: 1}\n");
-  const fs::path out = dir / "out";
-  const std::string train = gradsweep_binary().string() + " train " + cell.string() + " --out " + out.string();
-  const CommandResult trained = run_command(c.ranks > 1 ? mpirun(c.ranks, train) : train);
+  const CommandResult trained = hf::train(hf::write_cell(dir, c.model, c.strategy, 5), dir / "out", c.ranks);
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
-
-  const auto reference = [&](int step) {
-    const fs::path hf = dir / ("hf-" + std::to_string(step));
-    const CommandResult exported = run_command(gradsweep_binary().string() + " export " + out.string() +
-                                               " --format hf --out " + hf.string() + " --step " + std::to_string(step));
-    EXPECT_EQ(exported.exit_code, 0) << exported.output;
-    EXPECT_TRUE(fs::exists(hf / "config.json") && fs::exists(hf / "model.safetensors")) << exported.output;
-    const fs::path script = source_dir() / "tests" / "models" / "hf_reference_loss.py";
-    const CommandResult r = run_command(python + " " + script.string() + " " + hf.string() + " " +
-                                        (corpus / "train.bin").string() + " 3 6 48 2>&1");
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    const auto start = r.output.rfind("{\"loss\"");
-    if (start == std::string::npos) return nlohmann::json{{"loss", std::nan("")}, {"architecture", ""}};
-    return nlohmann::json::parse(r.output.substr(start));
-  };
-  const double ours = logged_loss(out / "metrics.jsonl", 3);  // step 3's batch, after 3 updates
-  const nlohmann::json at3 = reference(3);
+  for (const int step : {3, 5}) {
+    const CommandResult exported = hf::export_hf(dir / "out", step, dir / ("hf-" + std::to_string(step)));
+    ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  }
+  const double ours = hf::logged_loss(dir / "out" / "metrics.jsonl", 3);  // step 3's batch, after 3 updates
+  const nlohmann::json at3 = hf::reference(dir / "hf-3", 3, dir / "logits-3.safetensors");
   EXPECT_EQ(at3["architecture"], c.architecture);
   EXPECT_NEAR(at3["loss"].get<double>(), ours, 1e-5 * ours);
-  const double at5 = reference(5)["loss"].get<double>();
+  const double at5 = hf::reference(dir / "hf-5", 3)["loss"].get<double>();
   EXPECT_GT(std::abs(at5 - ours), 1e-4 * ours) << "another step's weights must give another loss";
+
+  const double difference = largest_logit_difference(c, dir / "hf-3", dir / "logits-3.safetensors");
+  EXPECT_LT(difference, 1e-4);
+  std::cout << c.label << ": largest logit difference from transformers, relative to the largest logit: " << difference
+            << "\n";
+  expect_round_trip(c, dir / "hf-3", dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(

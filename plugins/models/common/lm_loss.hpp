@@ -40,6 +40,15 @@ inline void check_batch(const sdk::Batch& batch, std::int64_t block_size, const 
 // `vocab_size` below weight's rows says that rows vocab_size.. are padding (a GEMM width tensor cores
 // tile evenly): their logits are set to -inf, so the softmax, the loss and every real gradient are the
 // unpadded model's, and the padding rows receive no gradient. A subset names real rows only.
+// The (B,T,vocab_size) float32 logits of hidden (B,T,C) through weight (V,C) and bias, without the
+// padding rows beyond vocab_size (all rows when vocab_size < 0).
+inline torch::Tensor lm_head_logits(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& bias,
+                                    std::int64_t vocab_size = -1) {
+  const std::int64_t rows = vocab_size >= 0 ? vocab_size : weight.size(0);
+  const torch::Tensor b = bias.defined() ? bias.narrow(0, 0, rows) : bias;
+  return torch::nn::functional::linear(hidden, weight.narrow(0, 0, rows), b).to(torch::kFloat);
+}
+
 inline torch::Tensor lm_head_loss(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& bias,
                                   const sdk::Batch& batch, const sdk::OutputSubset* subset,
                                   std::int64_t vocab_size = -1) {

@@ -2,7 +2,7 @@
 #include "gpt2_config.hpp"
 #include "gpt2_module.hpp"
 #include "block_units.hpp"  // plugins/models/common
-#include "hf_export.hpp"    // plugins/models/common
+#include "hf_weights.hpp"   // plugins/models/common
 #include "lm_loss.hpp"      // plugins/models/common
 
 #include <gradsweep/sdk/plugin.hpp>
@@ -49,9 +49,14 @@ class Gpt2Model final : public sdk::Model {
   }
 
   torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
-    models::check_batch(batch, config_.block_size, "gpt2");
-    const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch), &unit_calls());  // (B,T,C)
+    const torch::Tensor hidden = hidden_states(batch);
     return models::lm_head_loss(hidden, net_->wte->weight, /*bias=*/{}, batch, subset, config_.vocab_size);
+  }
+
+  // SDK 1.6: the head's outputs before the softmax (the export test compares them with transformers').
+  torch::Tensor compute_logits(const sdk::Batch& batch) override {
+    const torch::Tensor hidden = hidden_states(batch);
+    return models::lm_head_logits(hidden, net_->wte->weight, /*bias=*/{}, config_.vocab_size);
   }
 
   // SDK 1.4: each block is a unit, "h.<i>"; the embeddings (wte is also the tied head) and ln_f are the root.
@@ -68,41 +73,60 @@ class Gpt2Model final : public sdk::Model {
 
   void train_mode(bool training) override { net_->train(training); }
 
-  // SDK 1.5: transformers' GPT2LMHeadModel. Its names carry "transformer."; its attention and MLP matrices
-  // are Conv1D, (in, out), the transpose of LibTorch's Linear; wte loses its padding rows; the head is tied,
-  // so there is no lm_head tensor.
+  // SDK 1.5: transformers' GPT2LMHeadModel (hf_layout says where each tensor goes).
   sdk::ExportedWeights export_to(const std::string& format) override {
     require_hf(format, "gpt2");
-    sdk::ExportedWeights out;
-    out.config_json = JsonObject()
-                          .raw("architectures", "[\"GPT2LMHeadModel\"]")
-                          .text("model_type", "gpt2")
-                          .integer("vocab_size", config_.vocab_size)
-                          .integer("n_positions", config_.block_size)
-                          .integer("n_embd", config_.n_embd)
-                          .integer("n_layer", config_.n_layer)
-                          .integer("n_head", config_.n_head)
-                          .raw("n_inner", "null")
-                          .text("activation_function", "gelu_new")
-                          .number("layer_norm_epsilon", 1e-5)
-                          .number("resid_pdrop", config_.dropout)
-                          .number("embd_pdrop", config_.dropout)
-                          .number("attn_pdrop", config_.dropout)
-                          .flag("scale_attn_weights", true)
-                          .flag("tie_word_embeddings", true)
-                          .text("torch_dtype", "float32")
-                          .str();
+    return export_hf(hf_config(), hf_layout());
+  }
+
+  // SDK 1.6: a GPT2LMHeadModel's weights, as save_pretrained writes them or as OpenAI's GPT-2 was published
+  // (no "transformer." prefix, with the attention's mask buffers); a tied head's copy is not read.
+  void import_from(const std::string& format, const sdk::ExportedWeights& weights) override {
+    require_hf(format, "gpt2");
+    import_hf("gpt2", hf_layout(), weights, {"transformer.", {".attn.bias", ".attn.masked_bias", "lm_head.weight"}});
+  }
+
+ private:
+  // The last layer's output (B,T,C), keyed dropout and unit hooks included.
+  torch::Tensor hidden_states(const sdk::Batch& batch) {
+    models::check_batch(batch, config_.block_size, "gpt2");
+    return net_->forward(batch.inputs, sdk::SampleDropout(batch), &unit_calls());
+  }
+
+  std::string hf_config() const {
+    return JsonObject()
+        .raw("architectures", "[\"GPT2LMHeadModel\"]")
+        .text("model_type", "gpt2")
+        .integer("vocab_size", config_.vocab_size)
+        .integer("n_positions", config_.block_size)
+        .integer("n_embd", config_.n_embd)
+        .integer("n_layer", config_.n_layer)
+        .integer("n_head", config_.n_head)
+        .raw("n_inner", "null")
+        .text("activation_function", "gelu_new")
+        .number("layer_norm_epsilon", 1e-5)
+        .number("resid_pdrop", config_.dropout)
+        .number("embd_pdrop", config_.dropout)
+        .number("attn_pdrop", config_.dropout)
+        .flag("scale_attn_weights", true)
+        .flag("tie_word_embeddings", true)
+        .text("torch_dtype", "float32")
+        .str();
+  }
+
+  // Names carry "transformer."; the attention and MLP matrices are Conv1D, the transpose of LibTorch's
+  // Linear; wte loses its padding rows; the head is tied, so there is no lm_head tensor.
+  std::vector<HfTensor> hf_layout() const {
+    std::vector<HfTensor> layout;
     for (const auto& item : net_->named_parameters()) {
       const std::string& name = item.key();
       const bool conv1d =
           name.find(".c_") != std::string::npos && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
-      out.tensors.push_back(
-          exported("transformer." + name, item.value(), name == "wte.weight" ? config_.vocab_size : 0, conv1d));
+      layout.push_back({"transformer." + name, item.value(), name == "wte.weight" ? config_.vocab_size : 0, conv1d});
     }
-    return out;
+    return layout;
   }
 
- private:
   std::string padding_note() const {
     const std::int64_t padded = config_.padded_vocab();
     return padded == config_.vocab_size ? "" : " (wte padded to " + std::to_string(padded) + " rows)";

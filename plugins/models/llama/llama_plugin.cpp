@@ -3,7 +3,7 @@
 #include "llama_config.hpp"
 #include "llama_module.hpp"
 #include "block_units.hpp"  // plugins/models/common
-#include "hf_export.hpp"    // plugins/models/common
+#include "hf_weights.hpp"   // plugins/models/common
 #include "lm_loss.hpp"      // plugins/models/common
 
 #include <gradsweep/sdk/plugin.hpp>
@@ -51,9 +51,14 @@ class LlamaModel final : public sdk::Model {
   }
 
   torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
-    models::check_batch(batch, config_.block_size, "llama");
-    const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch), &unit_calls());  // (B,T,C)
+    const torch::Tensor hidden = hidden_states(batch);
     return models::lm_head_loss(hidden, net_->head_weight(), /*bias=*/{}, batch, subset, config_.vocab_size);
+  }
+
+  // SDK 1.6: the head's outputs before the softmax (the export test compares them with transformers').
+  torch::Tensor compute_logits(const sdk::Batch& batch) override {
+    const torch::Tensor hidden = hidden_states(batch);
+    return models::lm_head_logits(hidden, net_->head_weight(), /*bias=*/{}, config_.vocab_size);
   }
 
   // SDK 1.4: each block is a unit, "layers.<i>"; the embedding, the final norm and the head are the root.
@@ -76,37 +81,60 @@ class LlamaModel final : public sdk::Model {
   // token matrices without their padding rows.
   sdk::ExportedWeights export_to(const std::string& format) override {
     require_hf(format, "llama");
-    sdk::ExportedWeights out;
-    out.config_json = JsonObject()
-                          .raw("architectures", "[\"LlamaForCausalLM\"]")
-                          .text("model_type", "llama")
-                          .integer("vocab_size", config_.vocab_size)
-                          .integer("hidden_size", config_.n_embd)
-                          .integer("intermediate_size", config_.intermediate_size)
-                          .integer("num_hidden_layers", config_.n_layer)
-                          .integer("num_attention_heads", config_.n_head)
-                          .integer("num_key_value_heads", config_.n_kv_head)
-                          .integer("head_dim", config_.head_size())
-                          .integer("max_position_embeddings", config_.block_size)
-                          .number("rms_norm_eps", config_.norm_eps)
-                          .number("rope_theta", config_.rope_theta)
-                          .text("hidden_act", "silu")
-                          .flag("attention_bias", false)
-                          .flag("mlp_bias", false)
-                          .number("attention_dropout", config_.dropout)
-                          .flag("tie_word_embeddings", config_.tie_embeddings)
-                          .text("torch_dtype", "float32")
-                          .str();
-    for (const auto& item : net_->named_parameters()) {
-      const std::string& name = item.key();
-      const bool token_rows = name == "embed_tokens.weight" || name == "lm_head.weight";
-      out.tensors.push_back(exported(name == "lm_head.weight" ? name : "model." + name, item.value(),
-                                     token_rows ? config_.vocab_size : 0));
-    }
-    return out;
+    return export_hf(hf_config(), hf_layout());
+  }
+
+  // SDK 1.6: a LlamaForCausalLM's weights (as save_pretrained writes them; older files' rotary inv_freq
+  // buffers are skipped, and a tied head's copy when the head is tied).
+  void import_from(const std::string& format, const sdk::ExportedWeights& weights) override {
+    require_hf(format, "llama");
+    HfFileForm form{"", {".rotary_emb.inv_freq"}};
+    if (config_.tie_embeddings) form.ignored.push_back("lm_head.weight");
+    import_hf("llama", hf_layout(), weights, form);
   }
 
  private:
+  // The last layer's output (B,T,C), keyed dropout and unit hooks included.
+  torch::Tensor hidden_states(const sdk::Batch& batch) {
+    models::check_batch(batch, config_.block_size, "llama");
+    return net_->forward(batch.inputs, sdk::SampleDropout(batch), &unit_calls());
+  }
+
+  std::string hf_config() const {
+    return JsonObject()
+        .raw("architectures", "[\"LlamaForCausalLM\"]")
+        .text("model_type", "llama")
+        .integer("vocab_size", config_.vocab_size)
+        .integer("hidden_size", config_.n_embd)
+        .integer("intermediate_size", config_.intermediate_size)
+        .integer("num_hidden_layers", config_.n_layer)
+        .integer("num_attention_heads", config_.n_head)
+        .integer("num_key_value_heads", config_.n_kv_head)
+        .integer("head_dim", config_.head_size())
+        .integer("max_position_embeddings", config_.block_size)
+        .number("rms_norm_eps", config_.norm_eps)
+        .number("rope_theta", config_.rope_theta)
+        .text("hidden_act", "silu")
+        .flag("attention_bias", false)
+        .flag("mlp_bias", false)
+        .number("attention_dropout", config_.dropout)
+        .flag("tie_word_embeddings", config_.tie_embeddings)
+        .text("torch_dtype", "float32")
+        .str();
+  }
+
+  // Names carry "model." except the head; the token matrices lose their padding rows.
+  std::vector<HfTensor> hf_layout() const {
+    std::vector<HfTensor> layout;
+    for (const auto& item : net_->named_parameters()) {
+      const std::string& name = item.key();
+      const bool token_rows = name == "embed_tokens.weight" || name == "lm_head.weight";
+      layout.push_back(
+          {name == "lm_head.weight" ? name : "model." + name, item.value(), token_rows ? config_.vocab_size : 0});
+    }
+    return layout;
+  }
+
   LlamaConfig config_;
   Llama net_;
   std::int64_t num_parameters_ = 0;

@@ -50,9 +50,14 @@ class LstmLmModel final : public sdk::Model {
   }
 
   torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
-    models::check_batch(batch, /*block_size=*/0, "lstm_lm");
-    const auto hidden = net_->forward(batch.inputs, sdk::SampleDropout(batch), &unit_calls());  // (B,T,H)
+    const torch::Tensor hidden = hidden_states(batch);
     return models::lm_head_loss(hidden, net_->output_weight(), net_->output->bias, batch, subset);
+  }
+
+  // SDK 1.6: the head's outputs before the softmax.
+  torch::Tensor compute_logits(const sdk::Batch& batch) override {
+    const torch::Tensor hidden = hidden_states(batch);
+    return models::lm_head_logits(hidden, net_->output_weight(), net_->output->bias);
   }
 
   // SDK 1.4: each LSTM layer is a unit, "lstm.<l>" (its weight_ih, weight_hh, bias_ih, bias_hh); the
@@ -82,6 +87,12 @@ class LstmLmModel final : public sdk::Model {
   void train_mode(bool training) override { net_->train(training); }
 
  private:
+  // The last layer's output (B,T,H), keyed dropout and unit hooks included.
+  torch::Tensor hidden_states(const sdk::Batch& batch) {
+    models::check_batch(batch, /*block_size=*/0, "lstm_lm");
+    return net_->forward(batch.inputs, sdk::SampleDropout(batch), &unit_calls());
+  }
+
   LstmConfig config_;
   LstmLm net_;
   std::int64_t num_parameters_ = 0;

@@ -32,7 +32,9 @@ inline constexpr std::uint32_t kAbiMajor = 1;
 //      capabilities.hpp (StrategyCapabilities, check_plan, option choices: PluginDescriptor's appended
 //      capabilities, check_plan, option_choices); Communicator::features.
 // 1.5: ModelAbi::export_weights and ExportedWeights (`gradsweep export`).
-inline constexpr std::uint32_t kAbiMinor = 5;
+// 1.6: ModelAbi::import_weights (`model.init_from`: a Hugging Face directory as the starting weights) and
+//      ModelAbi::logits.
+inline constexpr std::uint32_t kAbiMinor = 6;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 
 enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };

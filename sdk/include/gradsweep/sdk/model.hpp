@@ -104,7 +104,8 @@ class UnitCalls {
 // ---- ABI 1.5: weights that leave gradsweep ----
 // The model's parameters as another framework lays them out: for format "hf", Hugging Face transformers'
 // config.json and the tensors its model class loads (its names, its layouts, the real vocabulary's rows
-// only). The host writes them (model.safetensors beside config.json: `gradsweep export`).
+// only). The host writes them (model.safetensors beside config.json: `gradsweep export`). ABI 1.6 reads
+// them back: the host hands a file's tensors to import_weights (`model.init_from`).
 struct ExportedWeights {
   std::string config_json;
   std::vector<NamedTensor> tensors;  // contiguous, on the CPU
@@ -129,6 +130,14 @@ class ModelAbi {
   // ---- ABI 1.5 ----
   // The current parameters in `format` ("hf"); an error Status names the formats the model has.
   virtual Status export_weights(const std::string& format, ExportedWeights* out) noexcept = 0;
+  // ---- ABI 1.6 ----
+  // The inverse: sets the parameters from `in`, laid out as export_weights(format) gives them (names,
+  // shapes; any floating dtype). An error Status names what is missing, unexpected or misshapen, and then
+  // no parameter has changed.
+  virtual Status import_weights(const std::string& format, const ExportedWeights& in) noexcept = 0;
+  // The next-token logits at every position of batch.inputs, (B, T, vocab_size) float32, the real
+  // vocabulary only, in the mode set_training left: what another framework's forward is compared with.
+  virtual Status logits(const Batch& batch, torch::Tensor* out) noexcept = 0;
 
  protected:
   ~ModelAbi() = default;  // destroyed only through the plugin's own destroy function
@@ -150,6 +159,16 @@ class Model : public ModelAbi {
   // SDK 1.5: the parameters in another framework's layout (ExportedWeights); by default none.
   virtual ExportedWeights export_to(const std::string& format) {
     throw Error("model '" + describe().architecture + "' has no export to '" + format + "'");
+  }
+  // SDK 1.6: ModelAbi::logits; by default none.
+  virtual torch::Tensor compute_logits(const Batch& batch) {
+    (void)batch;
+    throw Error("model '" + describe().architecture + "' has no logits");
+  }
+  // SDK 1.6: the inverse of export_to; by default none.
+  virtual void import_from(const std::string& format, const ExportedWeights& weights) {
+    (void)weights;
+    throw Error("model '" + describe().architecture + "' has no import from '" + format + "'");
   }
 
   const PluginContext& context() const { return context_; }
@@ -183,6 +202,12 @@ class Model : public ModelAbi {
   }
   Status export_weights(const std::string& format, ExportedWeights* out) noexcept final {
     return guard([&] { *out = export_to(format); });
+  }
+  Status import_weights(const std::string& format, const ExportedWeights& in) noexcept final {
+    return guard([&] { import_from(format, in); });
+  }
+  Status logits(const Batch& batch, torch::Tensor* out) noexcept final {
+    return guard([&] { *out = compute_logits(batch); });
   }
 
   PluginContext context_;
