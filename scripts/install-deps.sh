@@ -17,6 +17,7 @@ PACKAGES=(
   libyaml-cpp-dev libspdlog-dev libfmt-dev
   libboost-dev libboost-filesystem-dev        # Boost.DLL
   libgtest-dev libcli11-dev nlohmann-json3-dev
+  libpcre2-dev                                # Hugging Face tokenizer.json patterns (\p{L}, \p{N}) in prepare
   clang-format-14                             # scripts/format.sh: the tree's .clang-format (version 14)
   gnuplot-nox                                 # plots in reports
   fortunes                                    # the quickstart corpus: real English text

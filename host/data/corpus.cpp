@@ -1,31 +1,13 @@
 #include "data/corpus.hpp"
 
-#include <spdlog/spdlog.h>
+#include "data/input_files.hpp"
 
 #include <algorithm>
 #include <fstream>
-#include <set>
 #include <stdexcept>
 
 namespace gradsweep::data {
 namespace {
-
-constexpr size_t kBinarySniffBytes = 8192;
-
-// The first `limit` bytes of a file (all of a shorter one): enough to tell text from binary.
-std::string read_head(const std::filesystem::path& path, size_t limit) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open input file");
-  std::string head(limit, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(limit));
-  head.resize(static_cast<size_t>(in.gcount()));
-  return head;
-}
-
-bool is_hidden(const std::filesystem::path& p) {
-  const std::string name = p.filename().string();
-  return !name.empty() && name[0] == '.';
-}
 
 bool is_blank(std::string_view line) {
   return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); });
@@ -86,49 +68,8 @@ bool looks_binary(std::string_view head) {
 }
 
 std::vector<std::filesystem::path> find_text_files(const std::vector<std::filesystem::path>& inputs) {
-  namespace fs = std::filesystem;
-  if (inputs.empty()) throw std::invalid_argument("no input files or directories given");
-  std::vector<fs::path> candidates;
-  size_t skipped_binary = 0;
-  for (const fs::path& input : inputs) {
-    std::error_code ec;
-    const fs::file_status status = fs::status(input, ec);
-    if (ec || !fs::exists(status)) throw std::runtime_error(input.string() + ": input does not exist");
-    if (fs::is_directory(status)) {
-      auto it = fs::recursive_directory_iterator(input, fs::directory_options::skip_permission_denied);
-      for (; it != fs::recursive_directory_iterator(); ++it) {
-        const fs::path& p = it->path();
-        if (is_hidden(p)) {
-          if (it->is_directory()) it.disable_recursion_pending();
-          continue;
-        }
-        if (!it->is_regular_file() || p.extension() == ".dat") continue;
-        if (looks_binary(read_head(p, kBinarySniffBytes))) {
-          ++skipped_binary;
-          continue;
-        }
-        candidates.push_back(p);
-      }
-    } else {
-      if (looks_binary(read_head(input, kBinarySniffBytes))) {
-        throw std::runtime_error(input.string() + ": looks like a binary file, not text");
-      }
-      candidates.push_back(input);
-    }
-  }
-  if (skipped_binary > 0) spdlog::info("prepare: skipped {} binary file(s)", skipped_binary);
-
-  std::sort(candidates.begin(), candidates.end());
-  std::vector<fs::path> files;
-  std::set<fs::path> seen;  // canonical paths: a symlink and its target are one file
-  for (const fs::path& p : candidates) {
-    if (seen.insert(fs::weakly_canonical(p)).second) files.push_back(p);
-  }
-  if (files.empty()) {
-    std::string names;
-    for (const auto& input : inputs) names += (names.empty() ? "" : ", ") + input.string();
-    throw std::runtime_error("no text files found in " + names);
-  }
+  std::vector<std::filesystem::path> files;
+  for (const InputFile& f : find_input_files(inputs, "text")) files.push_back(f.path);
   return files;
 }
 

@@ -16,7 +16,8 @@ namespace gradsweep::data {
 // twice (fortune's *.u8 symlinks point at the plain files) is read once. The result is sorted by path so that
 // the document order, and hence the train/val split, does not depend on directory listing order.
 // Throws std::runtime_error naming the input if it does not exist, an explicitly named file looks binary, or
-// nothing readable is found.
+// nothing readable is found. find_input_files() (input_files.hpp) with every file read as text; it also takes
+// globs.
 std::vector<std::filesystem::path> find_text_files(const std::vector<std::filesystem::path>& inputs);
 
 // True if `head` (the start of a file) has a NUL byte or is more than 30% control characters (other than

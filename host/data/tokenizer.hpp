@@ -1,10 +1,11 @@
 // Text <-> token ids. A prepared data set stores its tokenizer as JSON (out_dir/tokenizer.json) so that the
 // same ids can be decoded later (samples, debugging) without the files it was built from.
 //
-// Three kinds, one file each:
+// Four kinds, one file each:
 //   byte  (tokenizer_byte.cpp): the 256 byte values plus one end-of-text id; no fitting, no unknowns.
 //   word  (tokenizer_word.cpp): the K most frequent words of the training text, <unk> and <eos>.
 //   bpe   (tokenizer_bpe.cpp):  GPT-2's byte-level BPE from encoder.json + vocab.bpe.
+//   hf    (tokenizer_hf.cpp):   a Hugging Face tokenizer.json of the byte-level BPE kind (GPT-2, Llama-3).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // "byte", "word" or "bpe": the key of to_json() that load_tokenizer() dispatches on.
+  // "byte", "word", "bpe" or "hf": the key of to_json() that load_tokenizer() dispatches on.
   virtual std::string name() const = 0;
   // Ids are in [0, vocab_size()).
   virtual int64_t vocab_size() const = 0;
@@ -72,9 +73,20 @@ class WordCounts {
 std::unique_ptr<Tokenizer> load_bpe_tokenizer(const std::filesystem::path& encoder_json,
                                               const std::filesystem::path& merges);
 
+// --- hf (tokenizer_hf.cpp) ---
+// A Hugging Face tokenizer.json whose model is BPE over GPT-2's byte alphabet: pre_tokenizer ByteLevel, or a
+// Sequence of Isolated Splits then ByteLevel; no normalizer; decoder ByteLevel. Ids equal `tokenizers`'
+// encode(text, add_special_tokens=False). `eot_token` is the token placed between documents; empty: the
+// added token "<|endoftext|>", else "<|end_of_text|>". Throws std::invalid_argument naming the file and what
+// is not supported (a WordPiece, Unigram or WordLevel model, a normalizer, another pre-tokenizer, ...) or
+// malformed; std::runtime_error naming the file if it cannot be read or is not JSON.
+std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::filesystem::path& tokenizer_json,
+                                             const std::string& eot_token = "");
+
 // Builders behind load_tokenizer(), one per kind (each defined in its tokenizer's file).
 std::unique_ptr<Tokenizer> byte_tokenizer_from_json(const nlohmann::json& description);
 std::unique_ptr<Tokenizer> word_tokenizer_from_json(const nlohmann::json& description);
 std::unique_ptr<Tokenizer> bpe_tokenizer_from_json(const nlohmann::json& description);
+std::unique_ptr<Tokenizer> hf_tokenizer_from_json(const nlohmann::json& description);
 
 }  // namespace gradsweep::data

@@ -3,9 +3,9 @@
 // Three steps per text: cut it into pieces (gpt2_pretokenizer.hpp), start each piece as one token per byte,
 // then repeatedly merge the adjacent pair with the best (lowest) rank in vocab.bpe until none is listed.
 //
-// The files spell tokens through GPT-2's byte-to-unicode table (every byte gets a printable character, e.g.
-// the space byte is "Ġ"); we translate them back to raw bytes once at load time and work on token ids, so a
-// merge is a lookup (left id, right id) -> (rank, merged id).
+// The files spell tokens through GPT-2's byte-to-unicode table (byte_alphabet.hpp: every byte gets a
+// printable character, e.g. the space byte is "Ġ"); we translate them back to raw bytes once at load time and
+// work on token ids, so a merge is a lookup (left id, right id) -> (rank, merged id).
 #include <climits>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "data/byte_alphabet.hpp"
 #include "data/gpt2_pretokenizer.hpp"
 #include "data/tokenizer.hpp"
 
@@ -22,77 +23,6 @@ namespace gradsweep::data {
 namespace {
 
 constexpr std::string_view kEndOfText = "<|endoftext|>";
-
-// GPT-2's bytes_to_unicode(): printable Latin-1 bytes map to themselves, the other 68 to U+0100.. in order.
-struct ByteAlphabet {
-  int32_t codepoint[256];
-  std::unordered_map<int32_t, unsigned char> byte_of;  // codepoint -> byte
-
-  ByteAlphabet() {
-    int32_t next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      codepoint[b] = printable ? b : next++;
-      byte_of.emplace(codepoint[b], static_cast<unsigned char>(b));
-    }
-  }
-};
-
-const ByteAlphabet& alphabet() {
-  static const ByteAlphabet table;
-  return table;
-}
-
-void append_utf8(std::string& out, int32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-// Raw bytes -> the file's spelling.
-std::string to_file_spelling(std::string_view bytes) {
-  std::string out;
-  for (const char c : bytes) append_utf8(out, alphabet().codepoint[static_cast<unsigned char>(c)]);
-  return out;
-}
-
-// The file's spelling -> raw bytes. Throws std::invalid_argument (the caller adds file and line) on bad
-// UTF-8 or a character outside the 256-character byte alphabet.
-std::string from_file_spelling(std::string_view spelled) {
-  std::string out;
-  size_t i = 0;
-  while (i < spelled.size()) {
-    const auto c = static_cast<unsigned char>(spelled[i]);
-    int32_t cp = 0;
-    size_t len = 0;
-    if (c < 0x80) {
-      cp = c, len = 1;
-    } else if ((c & 0xE0) == 0xC0) {
-      cp = c & 0x1F, len = 2;
-    } else if ((c & 0xF0) == 0xE0) {
-      cp = c & 0x0F, len = 3;
-    } else {
-      throw std::invalid_argument("\"" + std::string(spelled) + "\" is not in GPT-2's byte alphabet");
-    }
-    if (i + len > spelled.size()) throw std::invalid_argument("truncated UTF-8 in \"" + std::string(spelled) + "\"");
-    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(spelled[i + k]) & 0x3F);
-    const auto it = alphabet().byte_of.find(cp);
-    if (it == alphabet().byte_of.end()) {
-      throw std::invalid_argument("\"" + std::string(spelled) + "\" has a character (U+" + std::to_string(cp) +
-                                  ") outside GPT-2's byte alphabet");
-    }
-    out.push_back(static_cast<char>(it->second));
-    i += len;
-  }
-  return out;
-}
 
 uint64_t pair_key(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
@@ -119,7 +49,7 @@ class BpeTokenizer final : public Tokenizer {
       if (spelled.empty()) throw std::invalid_argument(encoder_source + ": empty token string");
       std::string bytes;
       try {
-        bytes = from_file_spelling(spelled);
+        bytes = from_byte_level(spelled);
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(encoder_source + ": " + e.what());
       }
@@ -151,8 +81,8 @@ class BpeTokenizer final : public Tokenizer {
       }
       std::string left, right;
       try {
-        left = from_file_spelling(std::string_view(line).substr(0, space));
-        right = from_file_spelling(std::string_view(line).substr(space + 1));
+        left = from_byte_level(std::string_view(line).substr(0, space));
+        right = from_byte_level(std::string_view(line).substr(space + 1));
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(where + ": " + e.what());
       }
@@ -201,7 +131,7 @@ class BpeTokenizer final : public Tokenizer {
   nlohmann::json to_json() const override {
     nlohmann::json encoder = nlohmann::json::object();
     for (size_t id = 0; id < id_to_bytes_.size(); ++id) {
-      if (!id_to_bytes_[id].empty()) encoder[to_file_spelling(id_to_bytes_[id])] = id;
+      if (!id_to_bytes_[id].empty()) encoder[to_byte_level(id_to_bytes_[id])] = id;
     }
     return {{"name", "bpe"}, {"vocab_size", vocab_size()}, {"encoder", std::move(encoder)}, {"merges", merge_lines_}};
   }
@@ -210,7 +140,7 @@ class BpeTokenizer final : public Tokenizer {
   int32_t id_of(const std::string& bytes, const std::string& where) const {
     const auto it = bytes_to_id_.find(bytes);
     if (it == bytes_to_id_.end()) {
-      throw std::invalid_argument(where + ": merge uses or makes \"" + to_file_spelling(bytes) +
+      throw std::invalid_argument(where + ": merge uses or makes \"" + to_byte_level(bytes) +
                                   "\", which is not in the encoder");
     }
     return it->second;

@@ -9,7 +9,9 @@ apt-get download \
   libyaml-cpp-dev libyaml-cpp0.7 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 \
   libboost1.74-dev libboost-filesystem1.74-dev libboost-filesystem1.74.0 libboost-system1.74.0 \
   libcli11-dev nlohmann-json3-dev \
-  libopenmpi-dev libopenmpi3 libhwloc15 libevent-core-2.1-7 libevent-pthreads-2.1-7
+  libopenmpi-dev libopenmpi3 libhwloc15 libevent-core-2.1-7 libevent-pthreads-2.1-7 \
+  libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3
 # Open MPI: headers and the link name (libopenmpi-dev), the library and what it loads at start
 # (libopenmpi3, hwloc, libevent); gradsweep links it even when it trains alone on the NCCL backend.
+# PCRE2: Hugging Face tokenizers' regular expressions (host/data/regex_split.cpp).
 ls -la
