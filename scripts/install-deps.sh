@@ -18,6 +18,7 @@ PACKAGES=(
   libboost-dev libboost-filesystem-dev        # Boost.DLL
   libgtest-dev libcli11-dev nlohmann-json3-dev
   libpcre2-dev                                # Hugging Face tokenizer.json patterns (\p{L}, \p{N}) in prepare
+  libprotobuf-dev protobuf-compiler           # TensorBoard event files (host/tensorboard: TensorBoard's .proto)
   clang-format-14                             # scripts/format.sh: the tree's .clang-format (version 14)
   gnuplot-nox                                 # plots in reports
   fortunes                                    # the quickstart corpus: real English text

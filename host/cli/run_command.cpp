@@ -6,6 +6,7 @@
 #include "experiment/run_lock.hpp"
 #include "experiment/slurm/slurm_launcher.hpp"
 #include "experiment/sweep_setup.hpp"
+#include "experiment/tensorboard_experiment.hpp"
 
 #include <unistd.h>
 
@@ -113,6 +114,7 @@ int run_sweep(const RunArgs& args) {
   std::string experiment_text = sweep.experiment.text;
   for (const auto& o : args.overrides) experiment_text += "\n# --set " + o;
   write_plan(plan, experiment_text + "\n");
+  write_tensorboard_experiment(plan);
 
   int done = 0, skipped_failed = 0;
   const std::vector<PlannedCell> cells = cells_to_run(plan, args, done, skipped_failed);

@@ -88,8 +88,8 @@ void MetricsLog::flush_or_throw() {
                            (error != 0 ? std::string(": ") + std::strerror(error) : std::string()));
 }
 
-void MetricsLog::write(const StepRecord& r) {
-  if (!out_.is_open()) return;
+nlohmann::json MetricsLog::write(const StepRecord& r) {
+  if (!out_.is_open()) return nullptr;
   nlohmann::json j{{"step", r.step},
                    {"loss", number_or_null(r.loss)},
                    {"lr", r.lr},
@@ -122,6 +122,7 @@ void MetricsLog::write(const StepRecord& r) {
     }
   out_ << j.dump() << '\n';
   flush_or_throw();
+  return j;
 }
 
 nlohmann::json yaml_to_json(const YAML::Node& node) {

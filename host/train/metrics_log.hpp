@@ -79,7 +79,8 @@ class MetricsLog {
   // drops any later ones left by the interrupted run, so every step appears exactly once.
   MetricsLog(const std::filesystem::path& path, bool enabled, std::int64_t start_step);
   // Throws "no space left writing metrics.jsonl in DIR" (or "cannot write ...") when a line cannot be written.
-  void write(const StepRecord& record);
+  // Returns the line written (null where nothing is written), for the TensorBoard events made from it.
+  nlohmann::json write(const StepRecord& record);
 
  private:
   void flush_or_throw();

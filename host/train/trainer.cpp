@@ -21,6 +21,7 @@
 #include "train/model_agreement.hpp"
 #include "train/output_vocabulary.hpp"
 #include "train/rank_report.hpp"
+#include "train/tensorboard_log.hpp"
 #include "train/timeline.hpp"
 #include "train/unit_events.hpp"
 #include "util/atomic_file.hpp"
@@ -250,6 +251,7 @@ class CellTraining {
   const fs::path checkpoint_dir_;
   const std::int64_t start_step_;
   MetricsLog log_;
+  TensorBoardLog tensorboard_;
   Timeline timeline_;
   std::optional<KernelProfiler> profiler_;
   std::int64_t profiled_steps_ = 0;
@@ -288,6 +290,7 @@ CellTraining::CellTraining(const TrainRequest& request, const PluginRegistry& re
       checkpoint_dir_(request.out_dir / "checkpoint"),
       start_step_(set_up_and_resume()),
       log_(request.out_dir / "metrics.jsonl", comm.rank() == 0, start_step_),
+      tensorboard_(request.out_dir, comm.rank() == 0 && config_.tensorboard, config_, comm.size()),
       timeline_(comm, config_.trace, request.out_dir, start_step_, train_.steps) {}
 
 // The data checked against the model, the strategy's set-up, then what the host adds around the model for
@@ -339,9 +342,14 @@ std::int64_t CellTraining::set_up_and_resume() {
 nlohmann::json CellTraining::run() {
   model_.call(model_->set_training(true), "set_training");
   for (std::int64_t step = start_step_; step < train_.steps; ++step)
-    if (!take_step(step)) return nlohmann::json{{"status", "interrupted"}, {"step", step}};
+    if (!take_step(step)) {
+      tensorboard_.finish(std::nullopt);  // the next run resumes this session
+      return nlohmann::json{{"status", "interrupted"}, {"step", step}};
+    }
   if (std::isnan(val_loss_)) val_loss_ = evaluate();  // resumed after the last step
-  return write_summary();
+  nlohmann::json summary = write_summary();
+  tensorboard_.finish(tensorboard::SessionStatus::Success);
+  return summary;
 }
 
 bool CellTraining::take_step(std::int64_t step) {
@@ -478,7 +486,7 @@ double CellTraining::evaluate() {
 }
 
 void CellTraining::log_step(const StepRecord& record, bool last) {
-  log_.write(record);
+  tensorboard_.write_step(record.step, log_.write(record));
   totals_.add(record, record.step == start_step_ && train_.steps - start_step_ > 1);
   if (comm_.rank() == 0 && (record.step % config_.log_every == 0 || last))
     spdlog::info("step {:>5}/{} loss {:.4f} lr {:.2e} {:.0f} tok/s{}", record.step + 1, train_.steps, record.loss,
