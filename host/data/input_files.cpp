@@ -1,6 +1,5 @@
 #include "data/input_files.hpp"
 
-#include <glob.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -46,22 +45,6 @@ InputKind kind_of(const fs::path& file, const std::string& format) {
   if (ext == ".npy") return InputKind::npy;
   if (ext == ".bin") return InputKind::llmc;
   return InputKind::text;
-}
-
-// The files a glob matches, in name order (glob sorts by the locale; the order must not depend on it).
-std::vector<fs::path> glob_matches(const fs::path& pattern) {
-  glob_t result{};
-  const int status = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &result);
-  std::vector<fs::path> files;
-  if (status == 0)
-    for (size_t i = 0; i < result.gl_pathc; ++i)
-      if (fs::is_regular_file(result.gl_pathv[i])) files.emplace_back(result.gl_pathv[i]);
-  ::globfree(&result);
-  if (status != 0 && status != GLOB_NOMATCH)
-    throw std::runtime_error(pattern.string() + ": cannot expand the glob (a directory on its path is unreadable)");
-  if (files.empty()) throw std::runtime_error(pattern.string() + ": the glob matches no file");
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 // One file named by the user (or matched by a glob): taken whatever its name, but text must look like text.

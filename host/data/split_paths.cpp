@@ -11,6 +11,20 @@ namespace gradsweep::data {
 namespace fs = std::filesystem;
 namespace {
 
+std::vector<fs::path> directory_shards(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.empty() && name[0] != '.' && entry.path().extension() == ".bin" && entry.is_regular_file())
+      files.push_back(entry.path());
+  }
+  if (files.empty()) throw std::runtime_error(dir.string() + ": a directory with no *.bin shard in it");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
 std::vector<fs::path> glob_matches(const fs::path& pattern) {
   glob_t result{};
   // GLOB_ERR: an unreadable directory on the way is an error, not silently fewer shards.
@@ -26,20 +40,6 @@ std::vector<fs::path> glob_matches(const fs::path& pattern) {
   std::sort(files.begin(), files.end());  // glob sorts by the locale; name order must not depend on it
   return files;
 }
-
-std::vector<fs::path> directory_shards(const fs::path& dir) {
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.empty() && name[0] != '.' && entry.path().extension() == ".bin" && entry.is_regular_file())
-      files.push_back(entry.path());
-  }
-  if (files.empty()) throw std::runtime_error(dir.string() + ": a directory with no *.bin shard in it");
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-}  // namespace
 
 bool is_glob(const fs::path& entry) { return entry.string().find_first_of("*?[") != std::string::npos; }
 

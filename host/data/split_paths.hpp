@@ -12,6 +12,9 @@ namespace gradsweep::data {
 
 // True if `entry` is read as a glob.
 bool is_glob(const std::filesystem::path& entry);
+// The regular files `pattern` matches, in name order (not the locale's). Throws std::runtime_error naming
+// the pattern when it matches none or a directory on its path cannot be read.
+std::vector<std::filesystem::path> glob_matches(const std::filesystem::path& pattern);
 
 // The shard files of `entries`. Throws std::runtime_error naming the entry when there is none, a plain file
 // entry does not exist ("no such file: PATH"), a glob matches no file, a directory holds no *.bin, or one
