@@ -19,6 +19,7 @@ PACKAGES=(
   libgtest-dev libcli11-dev nlohmann-json3-dev
   libpcre2-dev                                # Hugging Face tokenizer.json patterns (\p{L}, \p{N}) in prepare
   libprotobuf-dev protobuf-compiler           # TensorBoard event files (host/tensorboard: TensorBoard's .proto)
+  libcurl4-openssl-dev                        # MLflow tracking over its REST API (host/tracking)
   clang-format-14                             # scripts/format.sh: the tree's .clang-format (version 14)
   gnuplot-nox                                 # plots in reports
   fortunes                                    # the quickstart corpus: real English text

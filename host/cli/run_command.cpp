@@ -7,6 +7,7 @@
 #include "experiment/slurm/slurm_launcher.hpp"
 #include "experiment/sweep_setup.hpp"
 #include "experiment/tensorboard_experiment.hpp"
+#include "tracking/cell_fields.hpp"
 
 #include <unistd.h>
 
@@ -115,6 +116,8 @@ int run_sweep(const RunArgs& args) {
   for (const auto& o : args.overrides) experiment_text += "\n# --set " + o;
   write_plan(plan, experiment_text + "\n");
   write_tensorboard_experiment(plan);
+  // Each cell's MLflow run goes into the experiment named after the sweep (train/mlflow_log.hpp).
+  for (const PlannedCell& cell : plan.cells) tracking::write_sweep_name(cell.dir, plan.name);
 
   int done = 0, skipped_failed = 0;
   const std::vector<PlannedCell> cells = cells_to_run(plan, args, done, skipped_failed);

@@ -72,6 +72,10 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
         {{"tensorboard", OptionType::Bool, "true",
           "TensorBoard event files in tensorboard/ beside metrics.jsonl (rank 0): every metric per step, validation, "
           "and the cell's sweep axes for the HParams dashboard"}}}},
+      {"tracking",
+       {{{"mlflow", OptionType::String, "",
+          "MLflow tracking server (http://HOST:PORT): each cell is a run there, in the experiment named after the "
+          "sweep, with its config, metrics per step and files (rank 0; empty = off)"}}}},
       {"runtime",
        {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"},
          {0, kMaxThreads}},
@@ -291,6 +295,7 @@ void read_run_settings(CellConfig& config, std::map<std::string, sdk::Options>& 
   config.trace = host["metrics"].text("trace");
   config.kernel_profile = host["metrics"].integer("kernel_profile");
   config.tensorboard = host["metrics"].flag("tensorboard");
+  config.mlflow_uri = host["tracking"].text("mlflow");
   if (config.kernel_profile >= config.train.steps && config.kernel_profile > 0)
     diag.error(config.root["metrics"]["kernel_profile"], "metrics.kernel_profile",
                "profiles the steps after the first (a warm-up), so it must be below train.steps (" +

@@ -9,6 +9,7 @@
 //   checkpoint: {every}
 //   metrics:  {log_every, peak_flops, trace, kernel_profile, tensorboard}
 //   runtime:  {threads, device, comm}
+//   tracking: {mlflow}
 //   plugins:  {paths: [DIR, ...]}
 //
 // The host's sections are validated here; the model and strategy sections are validated against their
@@ -67,6 +68,7 @@ struct CellConfig {
   std::string trace = "sampled";    // which steps train/timeline.hpp traces: sampled, all or off
   std::int64_t kernel_profile = 0;  // steps after the first profiled by kernel class (0 = off)
   bool tensorboard = true;          // TensorBoard event files beside metrics.jsonl (train/tensorboard_log.hpp)
+  std::string mlflow_uri;           // tracking.mlflow: an MLflow server, empty = off (train/mlflow_log.hpp)
   std::int64_t threads = 0;         // 0 = cores / ranks on this node
   std::string device;
   bool tf32 = false;          // float32 matmuls on TF32 tensor cores (CUDA only); runtime.tf32 resolved

@@ -21,6 +21,7 @@
 #include "train/model_agreement.hpp"
 #include "train/output_vocabulary.hpp"
 #include "train/rank_report.hpp"
+#include "train/mlflow_log.hpp"
 #include "train/tensorboard_log.hpp"
 #include "train/timeline.hpp"
 #include "train/unit_events.hpp"
@@ -212,6 +213,7 @@ class CellTraining {
   void profile_before(std::int64_t step);
   void profile_after(std::int64_t step, double step_seconds);
   nlohmann::json write_summary();
+  YAML::Node resolved_config() const;
 
   const TrainRequest& request_;
   const CellConfig& config_;
@@ -252,6 +254,7 @@ class CellTraining {
   const std::int64_t start_step_;
   MetricsLog log_;
   TensorBoardLog tensorboard_;
+  MlflowLog mlflow_;
   Timeline timeline_;
   std::optional<KernelProfiler> profiler_;
   std::int64_t profiled_steps_ = 0;
@@ -291,6 +294,7 @@ CellTraining::CellTraining(const TrainRequest& request, const PluginRegistry& re
       start_step_(set_up_and_resume()),
       log_(request.out_dir / "metrics.jsonl", comm.rank() == 0, start_step_),
       tensorboard_(request.out_dir, comm.rank() == 0 && config_.tensorboard, config_, comm.size()),
+      mlflow_(request.out_dir, config_.mlflow_uri, comm.rank() == 0, resolved_config(), comm.size()),
       timeline_(comm, config_.trace, request.out_dir, start_step_, train_.steps) {}
 
 // The data checked against the model, the strategy's set-up, then what the host adds around the model for
@@ -344,11 +348,13 @@ nlohmann::json CellTraining::run() {
   for (std::int64_t step = start_step_; step < train_.steps; ++step)
     if (!take_step(step)) {
       tensorboard_.finish(std::nullopt);  // the next run resumes this session
+      mlflow_.finish("KILLED");
       return nlohmann::json{{"status", "interrupted"}, {"step", step}};
     }
   if (std::isnan(val_loss_)) val_loss_ = evaluate();  // resumed after the last step
   nlohmann::json summary = write_summary();
   tensorboard_.finish(tensorboard::SessionStatus::Success);
+  mlflow_.finish("FINISHED");  // after summary.json and trace.json, which it uploads
   return summary;
 }
 
@@ -486,7 +492,9 @@ double CellTraining::evaluate() {
 }
 
 void CellTraining::log_step(const StepRecord& record, bool last) {
-  tensorboard_.write_step(record.step, log_.write(record));
+  const nlohmann::json line = log_.write(record);
+  tensorboard_.write_step(record.step, line);
+  mlflow_.write_step(line);
   totals_.add(record, record.step == start_step_ && train_.steps - start_step_ > 1);
   if (comm_.rank() == 0 && (record.step % config_.log_every == 0 || last))
     spdlog::info("step {:>5}/{} loss {:.4f} lr {:.2e} {:.0f} tok/s{}", record.step + 1, train_.steps, record.loss,
@@ -519,13 +527,19 @@ void CellTraining::profile_after(std::int64_t step, double step_seconds) {
 }
 
 // summary.json and config.resolved.yaml (rank 0 writes them; every rank returns the summary).
-nlohmann::json CellTraining::write_summary() {
+// config.resolved.yaml's content: the host's sections with defaults, the plugins' options as resolved.
+YAML::Node CellTraining::resolved_config() const {
   YAML::Node resolved = YAML::Clone(config_.resolved);
   resolved["model"] = to_yaml(model_services_.options);
   resolved["model"]["name"] = config_.model_name;
   if (!config_.init_from.empty()) resolved["model"]["init_from"] = config_.init_from.string();
   resolved["strategy"] = to_yaml(strategy_services_.options);
   resolved["strategy"]["name"] = config_.strategy_name;
+  return resolved;
+}
+
+nlohmann::json CellTraining::write_summary() {
+  const YAML::Node resolved = resolved_config();
   RunFacts facts{info_, config_.model_name, config_.strategy_name, comm_.size(),    threads_,         train_.steps,
                  peak_, flops_per_token_,   config_.device,        comm_.backend(), vocabulary_steps_};
   nlohmann::json summary = make_summary(facts, totals_, train_loss_, val_loss_, resolved);

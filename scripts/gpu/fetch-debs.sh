@@ -11,9 +11,11 @@ apt-get download \
   libcli11-dev nlohmann-json3-dev \
   libopenmpi-dev libopenmpi3 libhwloc15 libevent-core-2.1-7 libevent-pthreads-2.1-7 \
   libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 \
-  libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32
+  libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32 \
+  libcurl4-openssl-dev libcurl4
 # Open MPI: headers and the link name (libopenmpi-dev), the library and what it loads at start
 # (libopenmpi3, hwloc, libevent); gradsweep links it even when it trains alone on the NCCL backend.
 # PCRE2: Hugging Face tokenizers' regular expressions (host/data/regex_split.cpp).
 # Protocol buffers: TensorBoard's event files (host/tensorboard), compiled by protoc at build time.
+# libcurl (OpenSSL flavour): MLflow tracking over HTTP (host/tracking).
 ls -la

@@ -1,0 +1,200 @@
+// MLflow tracking (docs/results.md#mlflow) against a real `mlflow server` (SQLite backend, served
+// artifacts) that the test starts on loopback: a `gradsweep train` cell read back through MLflow's client
+// (tests/host/mlflow_read.py) equals the cell's files; a server that is not there neither stops nor fails
+// training, and says so once.
+#include "host/tiny_cell.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+namespace gradsweep {
+namespace {
+namespace fs = std::filesystem;
+
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
+// Why no MLflow server can run here, or "" when one can. Under CI it must: the test fails.
+std::string missing_mlflow() {
+  const std::string python = GRADSWEEP_TEST_PYTHON;
+  if (test::run_command(python + " -c 'import mlflow.server' 2>&1").exit_code == 0) return "";
+  return python + " has no mlflow package (scripts/install-deps.sh installs it from scripts/requirements.txt)";
+}
+
+#define REQUIRE_MLFLOW()                        \
+  do {                                          \
+    const std::string why = missing_mlflow();   \
+    if (!why.empty() && in_ci()) FAIL() << why; \
+    if (!why.empty()) GTEST_SKIP() << why;      \
+  } while (0)
+
+// A loopback port nothing listens on (the kernel's pick, released again).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool accepts(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// `mlflow server` in a process group of its own, so that its workers end with it: killed when the test
+// ends, whatever happens.
+class MlflowServer {
+ public:
+  explicit MlflowServer(const fs::path& dir) : port_(free_port()) {
+    const std::string python = GRADSWEEP_TEST_PYTHON, port = std::to_string(port_);
+    const std::string db = "sqlite:///" + (dir / "mlflow.db").string(), artifacts = (dir / "artifacts").string();
+    const std::string log = (dir / "server.log").string();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      std::freopen(log.c_str(), "w", stdout);
+      std::freopen(log.c_str(), "a", stderr);
+      ::execl(python.c_str(), python.c_str(), "-m", "mlflow", "server", "--backend-store-uri", db.c_str(), "--host",
+              "127.0.0.1", "--port", port.c_str(), "--workers", "1", "--serve-artifacts", "--artifacts-destination",
+              artifacts.c_str(), static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    ::setpgid(pid_, pid_);
+  }
+  ~MlflowServer() {
+    if (pid_ <= 0) return;
+    ::kill(-pid_, SIGTERM);
+    for (int i = 0; i < 100 && ::waitpid(pid_, nullptr, WNOHANG) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::kill(-pid_, SIGKILL);  // the workers too, even when the server itself has gone
+    ::waitpid(pid_, nullptr, WNOHANG);
+  }
+  MlflowServer(const MlflowServer&) = delete;
+  MlflowServer& operator=(const MlflowServer&) = delete;
+
+  // Waits for /health to answer (the first start builds the SQLite schema: seconds).
+  bool ready() const {
+    for (int i = 0; i < 240; ++i) {
+      if (accepts(port_) && test::run_command(std::string(GRADSWEEP_TEST_PYTHON) +
+                                              " -c 'import urllib.request; urllib.request.urlopen(\"" + uri() +
+                                              "/health\", timeout=2)' 2>&1")
+                                    .exit_code == 0)
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    return false;
+  }
+  std::string uri() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+};
+
+nlohmann::json read_back(const std::string& uri, const std::string& experiment) {
+  const fs::path script = test::source_dir() / "tests" / "host" / "mlflow_read.py";
+  const test::CommandResult r = test::run_command(std::string(GRADSWEEP_TEST_PYTHON) + " " + script.string() + " " +
+                                                  uri + " " + experiment + " 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto start = r.output.rfind("{\"experiment\"");
+  try {
+    return nlohmann::json::parse(start == std::string::npos ? r.output : r.output.substr(start));
+  } catch (const std::exception&) {
+    ADD_FAILURE() << "mlflow_read.py printed no JSON:\n" << r.output;
+    return nlohmann::json::object();
+  }
+}
+
+test::CommandResult train(const fs::path& cell, const fs::path& out) {
+  return test::run_command(test::gradsweep_command("train " + cell.string() + " --out " + out.string() + " 2>&1"));
+}
+
+std::vector<nlohmann::json> metrics_lines(const fs::path& file) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TEST(MlflowTracking, ACellIsOneRunWhoseParamsMetricsAndFilesEqualItsOwn) {
+  REQUIRE_MLFLOW();
+  const fs::path dir = test::scratch_dir("mlflow-train");
+  MlflowServer server(dir);
+  ASSERT_TRUE(server.ready()) << test::read_text(dir / "server.log");
+  const fs::path cell = test::write_tiny_cell(dir, 5, "tracking: {mlflow: " + server.uri() + "}\n");
+  const auto r = train(cell, dir / "cell-a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("MLflow"), std::string::npos) << r.output;
+
+  const nlohmann::json got = read_back(server.uri(), "gradsweep");
+  ASSERT_EQ(got["runs"].size(), 1u) << got.dump(2);
+  const nlohmann::json& run = got["runs"][0];
+  EXPECT_EQ(run["name"], "cell-a");
+  EXPECT_EQ(run["status"], "FINISHED");
+  EXPECT_EQ(run["params"]["model.name"], "gpt2");
+  EXPECT_EQ(run["params"]["strategy.name"], "single");
+  EXPECT_EQ(run["params"]["train.steps"], "5");
+  EXPECT_EQ(run["params"]["train.seq_len"], "32");
+  // Every parameter is config.resolved.yaml's value at that key.
+  const YAML::Node resolved = YAML::LoadFile((dir / "cell-a" / "config.resolved.yaml").string());
+  EXPECT_EQ(run["params"]["train.lr"], resolved["train"]["lr"].Scalar());
+  EXPECT_EQ(run["tags"]["strategy"], "single");
+  EXPECT_EQ(run["tags"]["model"], "gpt2");
+  EXPECT_EQ(run["tags"]["world_size"], "1");
+  EXPECT_EQ(run["tags"]["status"], "done");
+
+  const std::vector<nlohmann::json> lines = metrics_lines(dir / "cell-a" / "metrics.jsonl");
+  ASSERT_EQ(lines.size(), 5u);
+  ASSERT_EQ(run["metrics"]["loss"].size(), lines.size()) << run["metrics"].dump(2);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(run["metrics"]["loss"][i]["step"], lines[i]["step"]);
+    EXPECT_EQ(run["metrics"]["loss"][i]["value"].get<double>(), lines[i]["loss"].get<double>()) << "step " << i;
+    EXPECT_EQ(run["metrics"]["lr"][i]["value"].get<double>(), lines[i]["lr"].get<double>()) << "step " << i;
+  }
+  EXPECT_EQ(run["artifacts"], nlohmann::json::array({"config.resolved.yaml", "summary.json", "trace.json"}));
+}
+
+TEST(MlflowTracking, AServerThatIsDownLeavesTrainingAndItsFilesAloneAndWarnsOnce) {
+  const fs::path dir = test::scratch_dir("mlflow-down");
+  const std::string uri = "http://127.0.0.1:" + std::to_string(free_port());
+  const fs::path cell = test::write_tiny_cell(dir, 3, "tracking: {mlflow: " + uri + "}\n");
+  const auto r = train(cell, dir / "out");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* file : {"metrics.jsonl", "summary.json", "config.resolved.yaml", "trace.json"})
+    EXPECT_TRUE(fs::exists(dir / "out" / file)) << file;
+  EXPECT_EQ(metrics_lines(dir / "out" / "metrics.jsonl").size(), 3u);
+  std::size_t warnings = 0;
+  for (std::size_t at = r.output.find(uri); at != std::string::npos; at = r.output.find(uri, at + 1)) ++warnings;
+  EXPECT_EQ(warnings, 1u) << r.output;
+  EXPECT_NE(r.output.find("experiments/search"), std::string::npos) << r.output;  // names the call that failed
+}
+
+}  // namespace
+}  // namespace gradsweep
