@@ -1,6 +1,7 @@
 #include "cli/report_command.hpp"
 
 #include "experiment/report.hpp"
+#include "tracking/cell_replay.hpp"
 
 #include <iostream>
 #include <memory>
@@ -13,20 +14,31 @@ struct ReportArgs {
   std::string dir;
   std::string baseline;
   double target_loss = 0;
+  bool push = false;
+  std::string tracking;
 };
 }  // namespace
 
 void register_report_command(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand("report", "Results table (markdown), results.csv, plots and report.md of a sweep");
-  cmd->add_option("dir", args->dir, "Output directory of `gradsweep run`")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("dir", args->dir, "Output directory of `gradsweep run` (with --push also one cell's directory)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--baseline", args->baseline,
                   "Cell group the others are compared with: an axis value ('single') or several ('strategy=ring "
                   "nodes=2'); default: report.baseline of the experiment file, else the first group");
   cmd->add_option("--target-loss", args->target_loss,
                   "Validation loss for time-to-target; default: report.target_loss, else the baseline's final val loss")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--push", args->push,
+                "Instead of the report: send each finished cell to MLflow as the run training would have made; a "
+                "cell whose finished run is already there is skipped (docs/results.md#mlflow)");
+  cmd->add_option("--tracking", args->tracking, "MLflow server for --push; default: each cell's tracking.mlflow")
+      ->needs("--push");
   cmd->callback([args, cmd] {
+    // The push reads only the cells' files and writes nothing: a report is a separate, repeatable step.
+    if (args->push) return tracking::push_cells(args->dir, args->tracking, std::cout);
     ReportOptions options;
     options.baseline = args->baseline;
     if (cmd->count("--target-loss") > 0) options.target_loss = args->target_loss;

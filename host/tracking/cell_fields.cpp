@@ -39,6 +39,12 @@ void add_points(const std::string& key, const nlohmann::json& value, std::int64_
 }
 }  // namespace
 
+std::string cell_name(const fs::path& cell_dir) {
+  fs::path dir = fs::absolute(cell_dir).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "cell-a/"
+  return dir.filename().string();
+}
+
 void write_sweep_name(const fs::path& cell_dir, const std::string& name) {
   fs::create_directories(cell_dir);
   util::write_file_atomically(cell_dir / kSweepNameFile, name + "\n");
@@ -60,7 +66,8 @@ Fields config_params(const YAML::Node& resolved) {
 Fields cell_tags(const YAML::Node& resolved, int world_size, const fs::path& cell_dir) {
   Fields tags{{"strategy", resolved["strategy"]["name"].as<std::string>("")},
               {"model", resolved["model"]["name"].as<std::string>("")},
-              {"world_size", std::to_string(world_size)}};
+              {"world_size", std::to_string(world_size)},
+              {kCellTag, cell_name(cell_dir)}};
   std::ifstream provenance(cell_dir / "provenance.json");
   if (provenance) {
     try {

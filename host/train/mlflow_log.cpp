@@ -11,8 +11,6 @@ namespace {
 // Lines per request: few enough requests that a slow server costs training little, often enough that a
 // dashboard follows a long run.
 constexpr std::int64_t kFlushLines = 50;
-// What a finished run uploads, when the files exist.
-const char* const kArtifacts[] = {"summary.json", "trace.json", "config.resolved.yaml"};
 }  // namespace
 
 template <class Call>
@@ -30,9 +28,8 @@ MlflowLog::MlflowLog(const fs::path& out_dir, const std::string& uri, bool enabl
                      int world_size)
     : out_dir_(out_dir) {
   if (!enabled || uri.empty()) return;
-  tracking::RunStart start{tracking::experiment_name(out_dir), fs::absolute(out_dir).filename().string(),
-                           tracking::now_ms(), tracking::config_params(resolved),
-                           tracking::cell_tags(resolved, world_size, out_dir)};
+  tracking::RunStart start{tracking::experiment_name(out_dir), tracking::cell_name(out_dir), tracking::now_ms(),
+                           tracking::config_params(resolved), tracking::cell_tags(resolved, world_size, out_dir)};
   start.tags.emplace_back("status", "running");
   try {
     run_.emplace(tracking::MlflowClient(uri), start);
@@ -70,7 +67,7 @@ void MlflowLog::finish(const std::string& status) {
   guarded([&](tracking::MlflowRun& r) {
     r.set_tags({{"status", status == "FINISHED" ? "done" : "interrupted"}});
     if (status == "FINISHED")
-      for (const char* name : kArtifacts)
+      for (const char* name : tracking::kRunArtifacts)
         if (fs::exists(out_dir_ / name)) r.upload(out_dir_ / name);
     r.end(status, tracking::now_ms());
   });

@@ -1,7 +1,7 @@
 // MLflow tracking (docs/results.md#mlflow) against a real `mlflow server` (SQLite backend, served
 // artifacts) that the test starts on loopback: a `gradsweep train` cell read back through MLflow's client
 // (tests/host/mlflow_read.py) equals the cell's files; a server that is not there neither stops nor fails
-// training, and says so once.
+// training, and says so once; such a cell is pushed later from its files (`gradsweep report DIR --push`).
 #include "host/tiny_cell.hpp"
 #include "support/test_support.hpp"
 
@@ -136,11 +136,59 @@ test::CommandResult train(const fs::path& cell, const fs::path& out) {
   return test::run_command(test::gradsweep_command("train " + cell.string() + " --out " + out.string() + " 2>&1"));
 }
 
+test::CommandResult push(const fs::path& dir, const std::string& uri) {
+  return test::run_command(test::gradsweep_command("report " + dir.string() + " --push --tracking " + uri + " 2>&1"));
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Each file's name, size and modification time: equal before and after means nothing on disk changed.
+std::string listing(const fs::path& dir) {
+  std::string out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    out += e.path().string() + " " + (e.is_regular_file() ? std::to_string(e.file_size()) : "dir") + " " +
+           std::to_string(e.last_write_time().time_since_epoch().count()) + "\n";
+  return out;
+}
+
 std::vector<nlohmann::json> metrics_lines(const fs::path& file) {
   std::vector<nlohmann::json> lines;
   std::ifstream in(file);
   for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
   return lines;
+}
+
+// What the live test and the push both check: the run equals the 1-rank `single` gpt2 cell's files (its
+// name, status, parameters, tags, every metrics.jsonl line's loss and lr at its step, and artifacts).
+void expect_run_is_cell(const nlohmann::json& run, const fs::path& cell, std::size_t steps) {
+  EXPECT_EQ(run["name"], cell.filename().string());
+  EXPECT_EQ(run["tags"]["gradsweep.cell"], cell.filename().string());
+  EXPECT_EQ(run["status"], "FINISHED");
+  EXPECT_EQ(run["params"]["model.name"], "gpt2");
+  EXPECT_EQ(run["params"]["strategy.name"], "single");
+  EXPECT_EQ(run["params"]["train.steps"], std::to_string(steps));
+  EXPECT_EQ(run["params"]["train.seq_len"], "32");
+  // Every parameter is config.resolved.yaml's value at that key.
+  const YAML::Node resolved = YAML::LoadFile((cell / "config.resolved.yaml").string());
+  EXPECT_EQ(run["params"]["train.lr"], resolved["train"]["lr"].Scalar());
+  EXPECT_EQ(run["tags"]["strategy"], "single");
+  EXPECT_EQ(run["tags"]["model"], "gpt2");
+  EXPECT_EQ(run["tags"]["world_size"], "1");
+  EXPECT_EQ(run["tags"]["status"], "done");
+
+  const std::vector<nlohmann::json> lines = metrics_lines(cell / "metrics.jsonl");
+  ASSERT_EQ(lines.size(), steps);
+  ASSERT_EQ(run["metrics"]["loss"].size(), lines.size()) << run["metrics"].dump(2);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(run["metrics"]["loss"][i]["step"], lines[i]["step"]);
+    EXPECT_EQ(run["metrics"]["loss"][i]["value"].get<double>(), lines[i]["loss"].get<double>()) << "step " << i;
+    EXPECT_EQ(run["metrics"]["lr"][i]["value"].get<double>(), lines[i]["lr"].get<double>()) << "step " << i;
+  }
+  EXPECT_EQ(run["artifacts"], nlohmann::json::array({"config.resolved.yaml", "summary.json", "trace.json"}));
 }
 
 TEST(MlflowTracking, ACellIsOneRunWhoseParamsMetricsAndFilesEqualItsOwn) {
@@ -155,30 +203,7 @@ TEST(MlflowTracking, ACellIsOneRunWhoseParamsMetricsAndFilesEqualItsOwn) {
 
   const nlohmann::json got = read_back(server.uri(), "gradsweep");
   ASSERT_EQ(got["runs"].size(), 1u) << got.dump(2);
-  const nlohmann::json& run = got["runs"][0];
-  EXPECT_EQ(run["name"], "cell-a");
-  EXPECT_EQ(run["status"], "FINISHED");
-  EXPECT_EQ(run["params"]["model.name"], "gpt2");
-  EXPECT_EQ(run["params"]["strategy.name"], "single");
-  EXPECT_EQ(run["params"]["train.steps"], "5");
-  EXPECT_EQ(run["params"]["train.seq_len"], "32");
-  // Every parameter is config.resolved.yaml's value at that key.
-  const YAML::Node resolved = YAML::LoadFile((dir / "cell-a" / "config.resolved.yaml").string());
-  EXPECT_EQ(run["params"]["train.lr"], resolved["train"]["lr"].Scalar());
-  EXPECT_EQ(run["tags"]["strategy"], "single");
-  EXPECT_EQ(run["tags"]["model"], "gpt2");
-  EXPECT_EQ(run["tags"]["world_size"], "1");
-  EXPECT_EQ(run["tags"]["status"], "done");
-
-  const std::vector<nlohmann::json> lines = metrics_lines(dir / "cell-a" / "metrics.jsonl");
-  ASSERT_EQ(lines.size(), 5u);
-  ASSERT_EQ(run["metrics"]["loss"].size(), lines.size()) << run["metrics"].dump(2);
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    EXPECT_EQ(run["metrics"]["loss"][i]["step"], lines[i]["step"]);
-    EXPECT_EQ(run["metrics"]["loss"][i]["value"].get<double>(), lines[i]["loss"].get<double>()) << "step " << i;
-    EXPECT_EQ(run["metrics"]["lr"][i]["value"].get<double>(), lines[i]["lr"].get<double>()) << "step " << i;
-  }
-  EXPECT_EQ(run["artifacts"], nlohmann::json::array({"config.resolved.yaml", "summary.json", "trace.json"}));
+  expect_run_is_cell(got["runs"][0], dir / "cell-a", 5);
 }
 
 TEST(MlflowTracking, AServerThatIsDownLeavesTrainingAndItsFilesAloneAndWarnsOnce) {
@@ -190,10 +215,42 @@ TEST(MlflowTracking, AServerThatIsDownLeavesTrainingAndItsFilesAloneAndWarnsOnce
   for (const char* file : {"metrics.jsonl", "summary.json", "config.resolved.yaml", "trace.json"})
     EXPECT_TRUE(fs::exists(dir / "out" / file)) << file;
   EXPECT_EQ(metrics_lines(dir / "out" / "metrics.jsonl").size(), 3u);
-  std::size_t warnings = 0;
-  for (std::size_t at = r.output.find(uri); at != std::string::npos; at = r.output.find(uri, at + 1)) ++warnings;
-  EXPECT_EQ(warnings, 1u) << r.output;
+  EXPECT_EQ(occurrences(r.output, uri), 1u) << r.output;
   EXPECT_NE(r.output.find("experiments/search"), std::string::npos) << r.output;  // names the call that failed
+}
+
+// issue 25: a cell trained while its server was down is pushed later from its files, as the same run the
+// live path makes; a second push adds nothing, and a push to a server that is down fails and says where.
+TEST(MlflowTracking, ACellTrainedWhileTheServerWasDownIsPushedLaterOnce) {
+  REQUIRE_MLFLOW();
+  const fs::path dir = test::scratch_dir("mlflow-push");
+  const std::string down = "http://127.0.0.1:" + std::to_string(free_port());
+  const fs::path cell = test::write_tiny_cell(dir, 4, "tracking: {mlflow: " + down + "}\n");
+  const auto r = train(cell, dir / "cell-b");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(occurrences(r.output, down), 1u) << r.output;
+  const std::string before = listing(dir / "cell-b");
+
+  const auto refused = push(dir / "cell-b", down);
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find(down), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("experiments/search"), std::string::npos) << refused.output;  // the call
+  EXPECT_EQ(listing(dir / "cell-b"), before);
+
+  MlflowServer server(dir);
+  ASSERT_TRUE(server.ready()) << test::read_text(dir / "server.log");
+  const auto pushed = push(dir / "cell-b", server.uri());
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.output;
+  EXPECT_NE(pushed.output.find("pushed to"), std::string::npos) << pushed.output;
+  const nlohmann::json got = read_back(server.uri(), "gradsweep");
+  ASSERT_EQ(got["runs"].size(), 1u) << got.dump(2);
+  expect_run_is_cell(got["runs"][0], dir / "cell-b", 4);
+
+  const auto again = push(dir / "cell-b/", server.uri());
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("already on"), std::string::npos) << again.output;
+  EXPECT_EQ(read_back(server.uri(), "gradsweep")["runs"].size(), 1u);
+  EXPECT_EQ(listing(dir / "cell-b"), before);
 }
 
 }  // namespace
