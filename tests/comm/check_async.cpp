@@ -3,7 +3,9 @@
 // progress while the caller computes without entering MPI.
 #include "check_support.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 namespace gradsweep::check {
@@ -94,31 +96,41 @@ void Checker::async_progress() {
 
 // The caller starts a large allreduce, then computes (here: sleeps, never entering MPI) for a few times
 // as long as the allreduce takes when blocking. The worker must have finished it meanwhile, so wait()
-// returns almost at once. Asserted loosely (waited < 30% of the operation's busy time) so that a loaded
-// machine cannot make it flaky; Open MPI's MPI_Iallreduce, which moves only inside MPI calls, fails it.
+// returns almost at once. Asserted loosely (waited < 30% of the operation's busy time) on an operation of
+// at least about 0.1 s, so that a loaded machine's scheduling delays (milliseconds) cannot make it flaky;
+// Open MPI's MPI_Iallreduce, which moves only inside MPI calls, fails it.
 void Checker::async_progress_one(sdk::Algorithm a) {
   const std::string what = std::string(algorithm_name(a)) + " allreduce_async progresses while the caller computes";
-  const std::int64_t size = large_ / 4;
+  // The slowest rank's time for a blocking allreduce of `size` floats: the same on every rank.
+  const auto blocking_seconds = [&](std::int64_t size) {
+    torch::Tensor t = fill(rank_, size, torch::kFloat);
+    ok(comm_.barrier(), what + " barrier");
+    const auto t0 = Clock::now();
+    ok(with(a).allreduce(t, ReduceOp::Sum), what + " blocking");
+    torch::Tensor longest = torch::full({1}, seconds_since(t0), torch::kDouble);
+    ok(comm_.allreduce(longest, ReduceOp::Max), what + " slowest rank");
+    return longest.item<double>();
+  };
+  std::int64_t size = large_ / 4;
+  double blocking = blocking_seconds(size);
+  if (blocking < 0.1) {
+    size *= std::min<std::int64_t>(16, static_cast<std::int64_t>(std::ceil(0.1 / std::max(blocking, 1e-4))));
+    blocking = blocking_seconds(size);
+  }
   torch::Tensor t = fill(rank_, size, torch::kFloat);
-  ok(comm_.barrier(), what + " barrier");
-  const auto t0 = Clock::now();
-  ok(with(a).allreduce(t, ReduceOp::Sum), what + " blocking");
-  torch::Tensor longest = torch::full({1}, seconds_since(t0), torch::kDouble);
-  ok(comm_.allreduce(longest, ReduceOp::Max), what + " slowest rank");
-  t = fill(rank_, size, torch::kFloat);
   ok(comm_.barrier(), what + " barrier");
   comm_.take_stats();
 
   std::unique_ptr<sdk::Request> request;
   ok(with(a).allreduce_async(t, ReduceOp::Sum, &request), what + " start");
-  std::this_thread::sleep_for(std::chrono::duration<double>(3.0 * longest.item<double>() + 0.1));
+  std::this_thread::sleep_for(std::chrono::duration<double>(3.0 * blocking + 0.1));
   const auto t1 = Clock::now();
   ok(request->wait(), what + " wait");
   const double waited = seconds_since(t1);
   const host::CommStats s = comm_.take_stats();
   expect(waited < 0.3 * s.seconds, what,
          "wait() took " + std::to_string(waited) + " s of the operation's " + std::to_string(s.seconds) +
-             " s busy (blocking: " + std::to_string(longest.item<double>()) + " s)");
+             " s busy (blocking: " + std::to_string(blocking) + " s, " + std::to_string(size) + " floats)");
   // Blocked also holds allreduce_async itself, which a busy machine may preempt: only bounded by busy.
   expect(s.blocked_seconds <= s.seconds, what + ": blocked <= busy",
          "blocked " + std::to_string(s.blocked_seconds) + " s, busy " + std::to_string(s.seconds) + " s");
