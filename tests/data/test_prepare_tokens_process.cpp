@@ -11,27 +11,14 @@
 #include <sstream>
 
 #include "data/token_shard.hpp"
-#include "support/test_support.hpp"
+#include "support/python_reference.hpp"
 
 namespace gradsweep {
 namespace {
 namespace fs = std::filesystem;
 
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
 // Skips (or fails under CI) when the test's Python has no numpy.
-#define REQUIRE_NUMPY()                                                                                  \
-  do {                                                                                                   \
-    const std::string python = GRADSWEEP_TEST_PYTHON;                                                    \
-    if (test::run_command(python + " -c 'import numpy' 2>&1").exit_code != 0) {                          \
-      const std::string why = python + " has no numpy (scripts/install-deps.sh installs it into .venv)"; \
-      if (in_ci()) FAIL() << "under CI: " << why;                                                        \
-      GTEST_SKIP() << why;                                                                               \
-    }                                                                                                    \
-  } while (0)
+#define REQUIRE_NUMPY() GRADSWEEP_REQUIRE_PYTHON(GRADSWEEP_TEST_PYTHON, "numpy")
 
 // Runs a Python script (numpy imported as np, `out` the scratch directory) and fails the test on an error.
 void python(const fs::path& dir, const std::string& body) {

@@ -3,7 +3,7 @@
 // (tests/host/mlflow_read.py) equals the cell's files; a server that is not there neither stops nor fails
 // training, and says so once; such a cell is pushed later from its files (`gradsweep report DIR --push`).
 #include "host/tiny_cell.hpp"
-#include "support/test_support.hpp"
+#include "support/python_reference.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -25,24 +25,7 @@ namespace gradsweep {
 namespace {
 namespace fs = std::filesystem;
 
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
-// Why no MLflow server can run here, or "" when one can. Under CI it must: the test fails.
-std::string missing_mlflow() {
-  const std::string python = GRADSWEEP_TEST_PYTHON;
-  if (test::run_command(python + " -c 'import mlflow.server' 2>&1").exit_code == 0) return "";
-  return python + " has no mlflow package (scripts/install-deps.sh installs it from scripts/requirements.txt)";
-}
-
-#define REQUIRE_MLFLOW()                        \
-  do {                                          \
-    const std::string why = missing_mlflow();   \
-    if (!why.empty() && in_ci()) FAIL() << why; \
-    if (!why.empty()) GTEST_SKIP() << why;      \
-  } while (0)
+#define REQUIRE_MLFLOW() GRADSWEEP_REQUIRE_PYTHON(GRADSWEEP_TEST_PYTHON, "mlflow.server")
 
 // A loopback port nothing listens on (the kernel's pick, released again).
 int free_port() {

@@ -2,7 +2,7 @@
 // EventAccumulator and hparams plugin metadata, tests/host/tensorboard_read.py): real `gradsweep train`
 // and `gradsweep run` jobs, a cell killed mid-run, and a TensorBoard directory that cannot be written.
 #include "host/tiny_cell.hpp"
-#include "support/test_support.hpp"
+#include "support/python_reference.hpp"
 
 #include <tensorboard/record_writer.hpp>
 
@@ -25,24 +25,7 @@ namespace fs = std::filesystem;
 
 const char* kRootEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
 
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
-// Why TensorBoard's reader cannot run here, or "" when it can. Under CI it must: the test fails.
-std::string missing_tensorboard() {
-  const std::string python = GRADSWEEP_TEST_PYTHON;
-  if (test::run_command(python + " -c 'import tensorboard, numpy' 2>&1").exit_code == 0) return "";
-  return python + " has no tensorboard package (scripts/install-deps.sh installs it from scripts/requirements.txt)";
-}
-
-#define REQUIRE_TENSORBOARD()                      \
-  do {                                             \
-    const std::string why = missing_tensorboard(); \
-    if (!why.empty() && in_ci()) FAIL() << why;    \
-    if (!why.empty()) GTEST_SKIP() << why;         \
-  } while (0)
+#define REQUIRE_TENSORBOARD() GRADSWEEP_REQUIRE_PYTHON(GRADSWEEP_TEST_PYTHON, "tensorboard, numpy")
 
 // tensorboard_read.py's JSON for `mode` ("cell" or "experiment") on `dir`.
 nlohmann::json read_back(const std::string& mode, const fs::path& dir) {

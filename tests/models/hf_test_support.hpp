@@ -1,7 +1,7 @@
 #pragma once
 // What the tests against Hugging Face transformers share: a real training run of a cell, its export, and
 // the reference script (hf_reference_loss.py) run by the project's Python (scripts/requirements.txt).
-#include "support/test_support.hpp"
+#include "support/python_reference.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -16,24 +16,7 @@
 namespace gradsweep::test::hf {
 namespace fs = std::filesystem;
 
-// Why the Python references cannot run here, or "" when they can. Under CI they must: the caller fails.
-inline std::string missing_python() {
-  const std::string python = GRADSWEEP_TEST_PYTHON;
-  if (run_command(python + " -c 'import transformers, safetensors'").exit_code == 0) return "";
-  return python + " has no transformers/safetensors (scripts/install-deps.sh installs them)";
-}
-
-inline bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
-#define GRADSWEEP_REQUIRE_HF_PYTHON()                                  \
-  do {                                                                 \
-    const std::string why = ::gradsweep::test::hf::missing_python();   \
-    if (!why.empty() && ::gradsweep::test::hf::in_ci()) FAIL() << why; \
-    if (!why.empty()) GTEST_SKIP() << why;                             \
-  } while (0)
+#define GRADSWEEP_REQUIRE_HF_PYTHON() GRADSWEEP_REQUIRE_PYTHON(GRADSWEEP_TEST_PYTHON, "transformers, safetensors")
 
 // The loss gradsweep logged at `step` (its batch, after `step` updates); NaN when there is none.
 inline double logged_loss(const fs::path& metrics, std::int64_t step) {
