@@ -21,6 +21,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler           # TensorBoard event files (host/tensorboard: TensorBoard's .proto)
   libcurl4-openssl-dev                        # MLflow tracking over its REST API (host/tracking)
   clang-format-14                             # scripts/format.sh: the tree's .clang-format (version 14)
+  clang-14 libclang-rt-14-dev                 # tests/fuzz: libFuzzer (-fsanitize=fuzzer) over the config parsers
   gnuplot-nox                                 # plots in reports
   fortunes                                    # the quickstart corpus: real English text
   slurm-wlm munge                             # a real local Slurm for the Slurm tests (slurmctld, slurmd, clients)

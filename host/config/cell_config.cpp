@@ -2,6 +2,7 @@
 
 #include "config/duplicate_keys.hpp"
 #include "config/option_schema.hpp"
+#include "config/yaml_guard.hpp"
 
 #include <fstream>
 #include <map>
@@ -77,7 +78,9 @@ const std::map<std::string, std::vector<HostOption>>& host_schema() {
           "MLflow tracking server (http://HOST:PORT): each cell is a run there, in the experiment named after the "
           "sweep, with its config, metrics per step and files (rank 0; empty = off)"}}}},
       {"runtime",
-       {{{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"},
+       {{{"threads", OptionType::Int, "0",
+          "LibTorch threads per rank (0 = cores / ranks on the node); at most 4 x the hardware threads of the "
+          "machine that validates it"},
          {0, kMaxThreads}},
         {{"device", OptionType::String, "cpu", "cpu, cuda or cuda:N"}},
         {{"tf32", OptionType::String, "auto",
@@ -157,7 +160,7 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   if (eq == std::string::npos || eq == 0)
     throw std::runtime_error("--set '" + assignment + "': expected key.path=value");
   const std::string key = assignment.substr(0, eq);
-  const YAML::Node value = YAML::Load(assignment.substr(eq + 1));
+  const YAML::Node value = parse_config_yaml(assignment.substr(eq + 1), "--set " + key);
   std::vector<std::string> parts;
   std::stringstream ss(key);
   for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
@@ -175,14 +178,7 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
 
 CellConfig parse_cell_config(const std::string& yaml_text, const std::string& file_name, const fs::path& base_dir,
                              const std::vector<std::string>& overrides) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(
-        {file_name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg});
-  }
-  return parse_cell_tree(root, file_name, base_dir, overrides);
+  return parse_cell_tree(parse_config_yaml(yaml_text, file_name), file_name, base_dir, overrides);
 }
 
 namespace {
@@ -194,12 +190,11 @@ void read_root(CellConfig& config, const YAML::Node& root, const std::vector<std
   config.root = root;
   if (!config.root || config.root.IsNull()) config.root = YAML::Node(YAML::NodeType::Map);
   check_duplicate_keys(config.root, diag);  // before --set, which would replace only the first of two
-  for (const auto& o : overrides) apply_override(config.root, o);
-
-  if (!config.root.IsMap()) {
+  if (!config.root.IsMap()) {               // before --set too, which cannot set a key in anything else
     diag.error(config.root, "(top level)", "expected a mapping");
     diag.throw_if_any();
   }
+  for (const auto& o : overrides) apply_override(config.root, o);
   const auto& schema = host_schema();
   for (const auto& item : config.root) {
     const std::string key = item.first.as<std::string>();
@@ -250,11 +245,16 @@ void read_plugin_choices(CellConfig& config, const fs::path& base_dir, Diagnosti
       diag.error(from, "model.init_from", "no such directory: " + config.init_from.string());
   }
   if (const YAML::Node plugins = config.root["plugins"]) {
-    const YAML::Node paths = plugins["paths"];
+    const YAML::Node paths = plugins.IsMap() ? plugins["paths"] : YAML::Node();  // [] on a scalar throws
     if (!plugins.IsMap() || (paths && !paths.IsSequence()))
       diag.error(plugins, "plugins.paths", "expected a list of directories");
     else if (paths)
-      for (const auto& p : paths) config.plugin_paths.push_back(resolve_path(base_dir, p.as<std::string>()));
+      for (const auto& p : paths) {
+        if (p.IsScalar())
+          config.plugin_paths.push_back(resolve_path(base_dir, p.Scalar()));
+        else
+          diag.error(p, "plugins.paths", "expected a directory");
+      }
   }
 }
 

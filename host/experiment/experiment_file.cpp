@@ -2,6 +2,7 @@
 
 #include "config/cell_config.hpp"
 #include "config/duplicate_keys.hpp"
+#include "config/yaml_guard.hpp"
 #include "experiment/report_options.hpp"
 
 #include <algorithm>
@@ -15,26 +16,32 @@ using host::Diagnostics;
 
 namespace {
 
-const std::vector<std::string> kCellSections{"model",      "strategy", "data",    "train",  "eval",
-                                             "checkpoint", "metrics",  "runtime", "plugins"};
-
 YAML::Node parse(const std::string& text, const std::string& file, const std::vector<std::string>& overrides) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(
-        {file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg});
-  }
+  YAML::Node root = host::parse_config_yaml(text, file);
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw ConfigError({file + ": expected a mapping at the top level"});
   for (const auto& o : overrides) host::apply_override(root, o);
   return root;
 }
 
+std::string joined(const std::vector<std::string>& keys) {
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
 }  // namespace
 
-const std::vector<std::string>& cell_sections() { return kCellSections; }
+// From the host's schema, so that a section added there (tracking, say) is one an experiment file may hold.
+const std::vector<std::string>& cell_sections() {
+  static const std::vector<std::string> sections = [] {
+    std::vector<std::string> keys{"model", "strategy"};
+    for (const auto& [section, options] : host::host_options()) keys.push_back(section);
+    keys.push_back("plugins");
+    return keys;
+  }();
+  return sections;
+}
 
 const std::vector<std::string>& sweep_keys() {
   static const std::vector<std::string> keys{"name",    "description", "launcher", "matrix",
@@ -69,11 +76,10 @@ ExperimentFile load_experiment_file(const fs::path& file, const std::vector<std:
     const auto known = [&](const std::vector<std::string>& keys) {
       return std::find(keys.begin(), keys.end(), key) != keys.end();
     };
-    if (!known(sweep_keys()) && !known(kCellSections))
-      diag.error(
-          item.first, key,
-          "unknown top-level key; a cell's sections (model, strategy, data, train, eval, checkpoint, metrics, "
-          "runtime, plugins) or the sweep's (name, description, launcher, matrix, exclude, include, repeat, report)");
+    if (!known(sweep_keys()) && !known(cell_sections()))
+      diag.error(item.first, key,
+                 "unknown top-level key; a cell's sections (" + joined(cell_sections()) + ") or the sweep's (" +
+                     joined(sweep_keys()) + ")");
   }
   for (const char* key : {"name", "description"})
     if (const YAML::Node n = exp.root[key]; n && !n.IsScalar()) diag.error(n, key, "expected a string");

@@ -1,6 +1,7 @@
 #include "experiment/report_options.hpp"
 
 #include "config/cell_config.hpp"
+#include "config/yaml_guard.hpp"
 
 #include <cmath>
 #include <fstream>
@@ -54,7 +55,7 @@ ReportOptions read_report_options(const std::filesystem::path& out_dir) {
   }
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
+    root = host::parse_config_yaml(text.str(), file.string());
     for (const auto& o : overrides) host::apply_override(root, o);
   } catch (const std::exception&) {
     return {};  // the plan was made from this file: it parsed then; nothing to steer the report with

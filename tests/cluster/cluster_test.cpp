@@ -1,6 +1,7 @@
 // The emulated cluster for real: `gradsweep cluster` makes network namespaces, veths, a bridge and tc
 // qdiscs on this machine, MPI jobs cross them, and nothing is left afterwards, also after SIGKILL. Needs
 // root and `ip netns`; skips with the reason otherwise.
+#include "support/skip_rule.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -32,10 +33,10 @@ std::string missing_requirement() {
   return "";
 }
 
-#define REQUIRE_NAMESPACES()                                              \
-  do {                                                                    \
-    const std::string why = missing_requirement();                        \
-    if (!why.empty()) GTEST_SKIP() << "needs root and ip netns: " << why; \
+#define REQUIRE_NAMESPACES()                                                               \
+  do {                                                                                     \
+    const std::string why = missing_requirement();                                         \
+    if (!why.empty()) GRADSWEEP_SKIP_UNLESS_CI_AS_ROOT("needs root and ip netns: " + why); \
   } while (0)
 
 // Every object of cluster `name` still on the machine, one per line ("" when none is left).

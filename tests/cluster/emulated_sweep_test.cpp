@@ -3,6 +3,7 @@
 // cluster's shape in summary.json and results.csv, nothing left behind after success, failure, Ctrl-C and
 // SIGKILL, and bad launcher keys refused with file:line:column before anything runs. Needs root and
 // `ip netns`; skips with the reason otherwise.
+#include "support/skip_rule.hpp"
 #include "experiment/experiment_test_support.hpp"
 
 #include "experiment/cell_status.hpp"
@@ -102,7 +103,7 @@ class EmulatedSweep : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string why = missing_requirement();
-    if (!why.empty()) GTEST_SKIP() << "needs root and ip netns: " << why;
+    if (!why.empty()) GRADSWEEP_SKIP_UNLESS_CI_AS_ROOT("needs root and ip netns: " + why);
   }
 };
 

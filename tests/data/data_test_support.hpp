@@ -2,6 +2,8 @@
 // package `fortunes`, installed by scripts/install-deps.sh).
 #pragma once
 
+#include "support/skip_rule.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -65,18 +67,6 @@ inline std::filesystem::path gpt2_vocab_dir(std::string* why) {
   }
   return {};
 }
-
-inline bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
-// In a test body: skip with the reason, or fail under CI.
-#define GRADSWEEP_SKIP_UNLESS_CI(why)                                         \
-  do {                                                                        \
-    if (::gradsweep::data::testing::in_ci()) FAIL() << "under CI: " << (why); \
-    GTEST_SKIP() << (why);                                                    \
-  } while (0)
 
 // Where the fortunes text lives; GRADSWEEP_FORTUNES_DIR overrides the Debian location.
 inline std::filesystem::path fortunes_dir() {

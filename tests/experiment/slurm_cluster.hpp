@@ -11,6 +11,7 @@
 // One cluster per test process, shared by its tests: started by the first test that asks for it and
 // stopped by a GoogleTest environment after the last test (also when tests fail or throw). ctest runs each
 // test in its own process, so each gets a fresh cluster (a few seconds).
+#include "support/skip_rule.hpp"
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -57,10 +58,10 @@ const std::string& slurm_start_error();
 }  // namespace gradsweep::test
 
 // In a test body: skip with the reason when the machine cannot run Slurm; fail when it should and does not.
-#define GRADSWEEP_REQUIRE_SLURM()                                                                 \
-  do {                                                                                            \
-    if (::gradsweep::test::slurm_cluster() != nullptr) break;                                     \
-    if (!::gradsweep::test::slurm_skip_reason().empty())                                          \
-      GTEST_SKIP() << "Slurm tests skipped: " << ::gradsweep::test::slurm_skip_reason();          \
-    FAIL() << "the test Slurm cluster did not start: " << ::gradsweep::test::slurm_start_error(); \
+#define GRADSWEEP_REQUIRE_SLURM()                                                                         \
+  do {                                                                                                    \
+    if (::gradsweep::test::slurm_cluster() != nullptr) break;                                             \
+    if (!::gradsweep::test::slurm_skip_reason().empty())                                                  \
+      GRADSWEEP_SKIP_UNLESS_CI_AS_ROOT("Slurm tests skipped: " + ::gradsweep::test::slurm_skip_reason()); \
+    FAIL() << "the test Slurm cluster did not start: " << ::gradsweep::test::slurm_start_error();         \
   } while (0)

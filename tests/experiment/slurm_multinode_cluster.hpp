@@ -14,6 +14,7 @@
 // the watchdog killed too, the emulated cluster still belongs to the test process (an owner lock), so its
 // namespaces, with the slurmds in them, go at the next `cluster up`, and its slurmctld and munged at the
 // next Slurm test's start (slurm_daemons.hpp).
+#include "support/skip_rule.hpp"
 #include "cluster/cluster_owner.hpp"
 #include "cluster/cluster_spec.hpp"
 
@@ -78,6 +79,7 @@ const std::string& slurm_multinode_start_error();
   do {                                                                                                         \
     if (::gradsweep::test::slurm_multinode_cluster(nodes) != nullptr) break;                                   \
     if (!::gradsweep::test::slurm_multinode_skip_reason().empty())                                             \
-      GTEST_SKIP() << "multi-node Slurm tests skipped: " << ::gradsweep::test::slurm_multinode_skip_reason();  \
+      GRADSWEEP_SKIP_UNLESS_CI_AS_ROOT("multi-node Slurm tests skipped: " +                                    \
+                                       ::gradsweep::test::slurm_multinode_skip_reason());                      \
     FAIL() << "the multi-node test Slurm did not start: " << ::gradsweep::test::slurm_multinode_start_error(); \
   } while (0)

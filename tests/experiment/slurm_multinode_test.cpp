@@ -2,6 +2,7 @@
 // each task in its own node's namespace and MPI's traffic over the nodes' links; `gradsweep run --launcher
 // slurm` with cells of 2 nodes x 1 rank, one run to the end and one requeued, cancelled and resumed; a test
 // process interrupted while its cluster runs a job leaves nothing behind.
+#include "support/skip_rule.hpp"
 #include "experiment/slurm_daemons.hpp"
 #include "experiment/slurm_multinode_cluster.hpp"
 #include "support/test_support.hpp"
@@ -298,7 +299,7 @@ TEST(SlurmMultinode, DISABLED_HoldsATwoNodeClusterWithAJobUntilInterrupted) {
 // daemons and brings the emulated cluster down, with the job's processes in it.
 TEST(SlurmMultinode, InterruptedTestProcessLeavesNoDaemonNamespaceJobOrDirectory) {
   if (const std::string reason = SlurmMultinodeCluster::unavailable_reason(); !reason.empty())
-    GTEST_SKIP() << "multi-node Slurm tests skipped: " << reason;
+    GRADSWEEP_SKIP_UNLESS_CI_AS_ROOT("multi-node Slurm tests skipped: " + reason);
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   FILE* child =
       ::popen(("exec " + self + " --gtest_also_run_disabled_tests --gtest_filter='SlurmMultinode.DISABLED_Holds*' 2>&1")

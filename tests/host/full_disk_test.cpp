@@ -1,6 +1,7 @@
 // A cell directory on a full disk, for real: a small tmpfs mounted as the output directory. Before the
 // fix, a checkpoint that did not fit ended the process with "terminate called after throwing an instance
 // of 'c10::Error'" (exit 134) from inside LibTorch's file writer.
+#include "support/skip_rule.hpp"
 #include "support/test_support.hpp"
 #include "tiny_cell.hpp"
 
@@ -66,7 +67,7 @@ void expect_no_staging_left(const fs::path& out) {
 TEST(FullDisk, CheckpointThatDoesNotFitEndsWithNoSpaceLeft) {
   const fs::path dir = test::scratch_dir();
   TmpfsMount disk(dir / "disk", "3m");
-  if (!disk.mounted) GTEST_SKIP() << disk.skip_reason;
+  if (!disk.mounted) GRADSWEEP_SKIP_UNLESS_CI_AS_ROOT(disk.skip_reason);
   fill_leaving(disk.dir, 256 * 1024);  // room for the log and metrics, not for the checkpoint
   const fs::path out = disk.dir / "cell";
   const auto r = test::run_command(train_on_full_disk(dir, out, 1));
@@ -81,7 +82,7 @@ TEST(FullDisk, CheckpointThatDoesNotFitEndsWithNoSpaceLeft) {
 TEST(FullDisk, TwoRankJobEndsWithTheMessageInsteadOfHanging) {
   const fs::path dir = test::scratch_dir();
   TmpfsMount disk(dir / "disk", "3m");
-  if (!disk.mounted) GTEST_SKIP() << disk.skip_reason;
+  if (!disk.mounted) GRADSWEEP_SKIP_UNLESS_CI_AS_ROOT(disk.skip_reason);
   fill_leaving(disk.dir, 256 * 1024);
   const fs::path out = disk.dir / "cell";
   const auto r = test::run_command(train_on_full_disk(dir, out, 2));
@@ -99,7 +100,7 @@ TEST(FullDisk, MetricsLineThatDoesNotFitEndsWithNoSpaceLeft) {
   // Before, std::ofstream dropped every line silently and the run "succeeded" with an empty metrics.jsonl.
   const fs::path dir = test::scratch_dir();
   TmpfsMount disk(dir / "disk", "3m");
-  if (!disk.mounted) GTEST_SKIP() << disk.skip_reason;
+  if (!disk.mounted) GRADSWEEP_SKIP_UNLESS_CI_AS_ROOT(disk.skip_reason);
   fill_leaving(disk.dir, 0);
   fs::create_directories(disk.dir / "cell");
   const auto r = test::run_command(train_on_full_disk(dir, disk.dir / "cell", 1));

@@ -2,6 +2,7 @@
 // The Python packages the tests check gradsweep against (transformers, tokenizers, numpy, tensorboard,
 // mlflow: scripts/requirements.txt). Where one is missing a test skips with the reason, except under CI
 // (CI=true), which installs them all: there it fails.
+#include "support/skip_rule.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -10,11 +11,6 @@
 #include <string>
 
 namespace gradsweep::test {
-
-inline bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
 
 // Why `python` cannot import `modules` ("numpy" or "tensorboard, numpy"), or "" when it can.
 inline std::string python_lacks(const std::string& python, const std::string& modules) {
@@ -25,9 +21,8 @@ inline std::string python_lacks(const std::string& python, const std::string& mo
 }  // namespace gradsweep::test
 
 // Skips the test, or fails it under CI, when `python` lacks `modules`.
-#define GRADSWEEP_REQUIRE_PYTHON(python, modules)                                  \
-  do {                                                                             \
-    const std::string why = ::gradsweep::test::python_lacks((python), (modules));  \
-    if (!why.empty() && ::gradsweep::test::in_ci()) FAIL() << "under CI: " << why; \
-    if (!why.empty()) GTEST_SKIP() << why;                                         \
+#define GRADSWEEP_REQUIRE_PYTHON(python, modules)                                 \
+  do {                                                                            \
+    const std::string why = ::gradsweep::test::python_lacks((python), (modules)); \
+    if (!why.empty()) GRADSWEEP_SKIP_UNLESS_CI(why);                              \
   } while (0)
