@@ -23,6 +23,8 @@ PACKAGES=(
   clang-format-14                             # scripts/format.sh: the tree's .clang-format (version 14)
   clang-14 libclang-rt-14-dev                 # tests/fuzz: libFuzzer (-fsanitize=fuzzer) over the config parsers
   gnuplot-nox                                 # plots in reports
+  libjs-chart.js                              # report.html's charts: Chart.js, compiled into gradsweep
+  chromium                                    # the report page test loads report.html headless
   fortunes                                    # the quickstart corpus: real English text
   slurm-wlm munge                             # a real local Slurm for the Slurm tests (slurmctld, slurmd, clients)
   slurm-wlm-basic-plugins libpmix-dev         # srun --mpi=pmix: mpi_pmix.so dlopens libpmix.so (in the -dev package)

@@ -8,6 +8,7 @@
 #include "experiment/sweep_setup.hpp"
 #include "experiment/tensorboard_experiment.hpp"
 #include "tracking/cell_fields.hpp"
+#include "tracking/report_run.hpp"
 
 #include <unistd.h>
 
@@ -100,6 +101,19 @@ std::vector<PlannedCell> cells_to_run(const SweepPlan& plan, const RunArgs& args
   return cells;
 }
 
+// A tracked sweep's report also goes to MLflow; like the cells' tracking, a server that fails costs a
+// warning, never the sweep's results or its exit status.
+void push_report_if_tracked(const fs::path& out_dir) {
+  const std::string uri = tracking::sweep_tracking_uri(out_dir);
+  if (uri.empty()) return;
+  try {
+    tracking::push_report(tracking::MlflowClient(uri), out_dir);
+  } catch (const std::exception& e) {
+    std::cerr << "warning: the report was not sent to MLflow (" << e.what() << "); `gradsweep report "
+              << out_dir.string() << " --push` sends it later\n";
+  }
+}
+
 int run_sweep(const RunArgs& args) {
   if (args.force && args.retry_failed)
     throw std::runtime_error("--force already reruns every cell; drop --retry-failed");
@@ -142,9 +156,11 @@ int run_sweep(const RunArgs& args) {
     return 0;
   }
   const Report report = write_report(plan);
+  push_report_if_tracked(plan.out_dir);
   std::cout << report.markdown_table << "\n";
   std::cerr << "results: " << (plan.out_dir / "results.csv").string()
-            << ", report: " << (plan.out_dir / "report.md").string() << "\n";
+            << ", report: " << (plan.out_dir / "report.md").string() << " and "
+            << (plan.out_dir / "report.html").string() << "\n";
   if (!report.plot_problem.empty()) std::cerr << "warning: " << report.plot_problem << "\n";
   for (const auto& w : report.warnings) std::cerr << "warning: " << w << "\n";
   std::cerr << "this run: " << result.ok << " ok, " << result.failed << " failed, " << result.timeout << " timeout, "

@@ -77,7 +77,7 @@ Job::Job(const Workspace& ws, JobSpec spec) : spec_(std::move(spec)) {
   }
   started_ = now_seconds();
   // Tied to this process: a check that is stopped (Ctrl-C, a test's timeout) leaves no job behind.
-  pid_ = experiment::spawn_job(experiment::mpirun_command(spec_.ranks, 1, argv, spec_.env), log_, true);
+  pid_ = experiment::spawn_job(experiment::mpirun_command(spec_.ranks, 1, argv, spec_.env), log_);
 }
 
 JobRun Job::finish() {

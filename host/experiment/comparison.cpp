@@ -15,6 +15,21 @@ double number(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
 }
 
+bool is_model_or_data(const std::string& axis) {
+  for (const char* prefix : {"model", "data"}) {
+    const std::string p = prefix;
+    if (axis == p || axis.rfind(p + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
+AxisValues model_and_data(const AxisValues& axes) {
+  AxisValues out;
+  for (const auto& kv : axes)
+    if (is_model_or_data(kv.first)) out.push_back(kv);
+  return out;
+}
+
 AxisValues group_axes(const PlannedCell& cell) {
   AxisValues axes;
   for (const auto& kv : cell.axes)
@@ -149,6 +164,8 @@ Comparison compare_cells(const SweepPlan& plan, const ReportOptions& options, co
   for (std::size_t gi = 0; gi < c.groups.size(); ++gi) {
     CellGroup& g = c.groups[gi];
     const auto speed = by_round(c, g, "tokens_per_sec");
+    g.same_model_data = model_and_data(g.axes) == model_and_data(base.axes);
+    if (!g.same_model_data) continue;
     for (std::size_t r = 0; r < g.cells.size() && r < base_speed.size(); ++r)
       c.cells[g.cells[r]].speed_ratio = speed[r] / base_speed[r];
     if (static_cast<int>(gi) == c.baseline) continue;

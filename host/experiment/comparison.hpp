@@ -7,6 +7,11 @@
 // median and 95% interval (statistics.hpp) of tokens/s, step time and final val loss over the cells that
 // finished ok; the paired ratio of tokens/s against the baseline, round by round, with its verdict; and
 // time-to-target (time_to_target.hpp) of every cell, summarized over the cells that reached the target.
+//
+// Only groups of the baseline's model and data are compared with it: tokens/s and losses of an LSTM say
+// nothing about a GPT-2's. The model and data are the axes named `model`, `model.*`, `data` or `data.*`;
+// a group whose values there differ from the baseline's gets no ratio and the verdict
+// "no baseline of the same model and data" (`--baseline` names one of its groups to compare those).
 #include "experiment/report_options.hpp"
 #include "experiment/series_labels.hpp"
 #include "experiment/statistics.hpp"
@@ -38,8 +43,9 @@ struct CellGroup {
   Summary tokens_per_sec, step_time_s, val_loss;
   Summary to_target_s, to_target_tokens, to_target_bytes;  // over the cells that reached the target
   int finished = 0, reached = 0;
-  RatioSummary speed;      // tokens/s vs the baseline (unset for the baseline itself)
-  RatioSummary to_target;  // time to target vs the baseline, rounds where both reached it
+  RatioSummary speed;           // tokens/s vs the baseline (unset for the baseline itself)
+  RatioSummary to_target;       // time to target vs the baseline, rounds where both reached it
+  bool same_model_data = true;  // the baseline's model and data: compared with it
 };
 
 struct Comparison {

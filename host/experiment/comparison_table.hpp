@@ -8,18 +8,23 @@
 // and `group.speed_vs_baseline{,.ci95_low,.ci95_high}`, `group.verdict`. Interval columns are empty for a
 // group with fewer than two finished cells.
 #include "experiment/comparison.hpp"
+#include "experiment/report_section.hpp"
 #include "experiment/results_table.hpp"
 
 #include <string>
+#include <vector>
 
 namespace gradsweep::experiment {
 
 void add_comparison_columns(ResultsTable& table, const Comparison& comparison);
 
-// "## Comparison" and "## Time to target" sections of report.md (empty when no cell finished).
-std::string comparison_markdown(const Comparison& comparison);
+// The "Comparison with the baseline" and "Time to target" sections of the report (none when no cell
+// finished). Values are `median [95% interval]`; a value from one run has no brackets, and the table's note
+// says so once.
+std::vector<ReportSection> comparison_sections(const Comparison& comparison);
 
-// Plain verdict of a group against the baseline: "faster", "slower", "not resolved", "baseline", ...
+// Plain verdict of a group against the baseline: "faster", "slower", "not resolved", "baseline",
+// "no baseline of the same model and data", ...
 std::string speed_verdict(const Comparison& comparison, int group);
 
 }  // namespace gradsweep::experiment

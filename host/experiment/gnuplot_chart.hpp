@@ -16,6 +16,10 @@ struct ChartSeries {
   // gnuplot's style for this series ("points", "lines"); "" = the chart's (linespoints or lines).
   std::string style{};
   int linetype = 0;  // gnuplot's colour (1-8); 0 = by the series' position
+  // For report.html (report_page.hpp), which gnuplot ignores: what the series' colour stands for, the same
+  // in every chart (its strategy, say), and the ids of the cells behind it (a stacked chart's: one per bar).
+  std::string colour_key{};
+  std::vector<std::string> cells{};
 };
 
 struct Chart {

@@ -72,7 +72,7 @@ bool needs_quotes(const std::string& s) {
 
 }  // namespace
 
-pid_t spawn_job(const std::vector<std::string>& argv, const std::filesystem::path& log, bool die_with_launcher) {
+pid_t spawn_job(const std::vector<std::string>& argv, const std::filesystem::path& log) {
   const pid_t parent = ::getpid();
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(log.string() + ": cannot open");
@@ -82,10 +82,8 @@ pid_t spawn_job(const std::vector<std::string>& argv, const std::filesystem::pat
     throw std::runtime_error("fork failed");
   }
   if (pid == 0) {
-    if (die_with_launcher) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the launcher died before prctl took effect
-    }
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the launcher died before prctl took effect
     ::setpgid(0, 0);
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
@@ -202,7 +200,7 @@ CellStatus run_cell(const PlannedCell& cell, const std::vector<std::string>& loc
   if (cluster) write_provenance(cell.dir, start, "", {{"loadavg_start", load_before.loadavg}}, extra);
   if (ready) {
     util::write_file_atomically(cell.dir / "command.txt", shell_line(argv) + "\n");
-    const pid_t pid = spawn_job(argv, cell.dir / "launcher.log", cluster != nullptr);
+    const pid_t pid = spawn_job(argv, cell.dir / "launcher.log");
     const JobEnd end = wait_for(pid, cell, options, progress);
     interrupted = end.interrupted;
     status = status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);

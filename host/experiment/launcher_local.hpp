@@ -38,9 +38,11 @@ std::vector<std::string> mpirun_command(int world, int threads, const std::vecto
 void allow_mpirun_as_root();
 
 // Starts argv in its own process group (so that stopping it reaches mpirun and every rank it started),
-// with stdout and stderr appended to `log`. With `die_with_launcher` it gets SIGTERM when this process
-// dies (SIGKILL included): an emulated cell's mpirun must not outlive the owner of its cluster.
-pid_t spawn_job(const std::vector<std::string>& argv, const std::filesystem::path& log, bool die_with_launcher);
+// with stdout and stderr appended to `log`. It gets SIGTERM when this thread's process dies (SIGKILL
+// included), and mpirun passes that on to its ranks: nothing a driver started outlives it, and an emulated
+// cell's mpirun never outlives the owner of its cluster. Call it from the thread that waits for the job
+// (the signal follows the thread that forked).
+pid_t spawn_job(const std::vector<std::string>& argv, const std::filesystem::path& log);
 
 // A command as one shell line, each argument quoted when needed (command.txt).
 std::string shell_line(const std::vector<std::string>& argv);

@@ -4,6 +4,7 @@
 #include "experiment/comparison_table.hpp"
 #include "experiment/gnuplot_chart.hpp"
 #include "experiment/machine_load.hpp"
+#include "experiment/report_page.hpp"
 #include "experiment/series_labels.hpp"
 #include "projection/projection_report.hpp"
 #include "util/atomic_file.hpp"
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace gradsweep::experiment {
@@ -27,20 +29,47 @@ double number(const nlohmann::json& j, const char* key) {
 
 bool is_x_axis(const std::string& axis) { return axis == "nodes" || axis == "ranks_per_node" || axis == "seed"; }
 
-// Per finished cell, the name of its line in the per-configuration charts: what differs between the cells
-// once the x axis (nodes, ranks) and the seed are left out.
+// Per finished cell, the name of its line in the per-configuration charts: what differs between the
+// finished cells once the x axis (nodes, ranks) and the seed are left out ("" for the others).
 std::vector<std::string> line_names(const SweepPlan& plan, const Comparison& c) {
   std::vector<AxisValues> items;
-  for (const auto& cell : plan.cells) {
+  std::vector<std::size_t> shown;
+  for (std::size_t i = 0; i < plan.cells.size(); ++i) {
+    if (!c.cells[i].ok) continue;
     AxisValues axes;
-    for (const auto& kv : cell.axes)
+    for (const auto& kv : plan.cells[i].axes)
       if (!is_x_axis(kv.first)) axes.push_back(kv);
     items.push_back(axes);
+    shown.push_back(i);
   }
   std::string fallback = "all cells";
   for (const auto& cell : c.cells)
     if (cell.ok) fallback = cell.summary.value("strategy", fallback);
-  return distinct_labels(items, fallback);
+  const auto labels = distinct_labels(items, fallback);
+  std::vector<std::string> names(plan.cells.size());
+  for (std::size_t k = 0; k < shown.size(); ++k) names[shown[k]] = labels[k];
+  return names;
+}
+
+// What a cell's colour stands for on the report page, the same in every chart: its strategy when the
+// finished cells have several, else its line (what differs between the cells but the x axis and seed).
+struct Colours {
+  std::string by;                // "strategy" or "configuration"
+  std::vector<std::string> key;  // per cell of the plan
+};
+
+Colours colours(const SweepPlan& plan, const Comparison& c) {
+  Colours out{"strategy", std::vector<std::string>(plan.cells.size())};
+  std::set<std::string> strategies;
+  for (std::size_t i = 0; i < plan.cells.size(); ++i) {
+    std::string strategy = c.cells[i].summary.is_object() ? c.cells[i].summary.value("strategy", "") : "";
+    for (const auto& [axis, value] : plan.cells[i].axes)
+      if (strategy.empty() && axis == "strategy") strategy = without_options(value);
+    out.key[i] = strategy;
+    if (c.cells[i].ok) strategies.insert(strategy);
+  }
+  if (strategies.size() < 2) out = {"configuration", line_names(plan, c)};
+  return out;
 }
 
 // One series per line name, x = nodes (or ranks), y = the median of f over the cells at that x, with
@@ -48,7 +77,10 @@ std::vector<std::string> line_names(const SweepPlan& plan, const Comparison& c) 
 template <class F>
 std::vector<ChartSeries> per_line(const SweepPlan& plan, const Comparison& c, bool by_nodes, F y) {
   const auto names = line_names(plan, c);
+  const auto colour = colours(plan, c);
   std::map<std::string, std::map<double, std::vector<double>>> values;
+  std::map<std::string, std::vector<std::string>> cells;
+  std::map<std::string, std::string> keys;
   std::vector<std::string> order;
   for (std::size_t i = 0; i < plan.cells.size(); ++i) {
     if (!c.cells[i].ok) continue;
@@ -56,6 +88,8 @@ std::vector<ChartSeries> per_line(const SweepPlan& plan, const Comparison& c, bo
     if (!std::isfinite(v)) continue;
     if (!values.count(names[i])) order.push_back(names[i]);
     values[names[i]][by_nodes ? plan.cells[i].nodes : plan.cells[i].world_size()].push_back(v);
+    cells[names[i]].push_back(plan.cells[i].id);
+    keys.emplace(names[i], colour.key[i]);
   }
   bool bars = false;
   for (const auto& [name, xs] : values)
@@ -63,6 +97,8 @@ std::vector<ChartSeries> per_line(const SweepPlan& plan, const Comparison& c, bo
   std::vector<ChartSeries> out;
   for (const auto& name : order) {
     ChartSeries s{name, {}, {}};
+    s.colour_key = keys[name];
+    s.cells = cells[name];
     for (const auto& [x, vs] : values[name]) {
       const Summary sum = summarize(vs);
       s.points.emplace_back(x, sum.median);
@@ -105,11 +141,16 @@ void add_loss_charts(const SweepPlan& plan, const Comparison& c, std::vector<Cha
   for (const auto& l : labels) ++uses[l];
   Chart by_step{"loss_step", "Training loss vs step", "step", "loss (nats)", {}, false, false};
   Chart by_time{"loss_time", "Training loss vs wall-clock time", "seconds", "loss (nats)", {}, false, false};
+  const auto colour = colours(plan, c);
   for (std::size_t k = 0; k < shown.size(); ++k) {
     const std::size_t i = shown[k];
     const std::string label =
         uses[labels[k]] > 1 ? labels[k] + " run " + std::to_string(c.cells[i].round + 1) : labels[k];
     auto [s, t] = loss_curves(plan.cells[i].dir, label);
+    for (auto* series : {&s, &t}) {
+      series->colour_key = colour.key[i];
+      series->cells = {plan.cells[i].id};
+    }
     by_step.series.push_back(std::move(s));
     by_time.series.push_back(std::move(t));
   }
@@ -138,6 +179,7 @@ Chart step_breakdown_chart(const SweepPlan& plan, const Comparison& c) {
     }
   chart.bar_labels = distinct_labels(items, "cell");
   for (std::size_t k = 0; k < shown.size(); ++k) {
+    for (auto& s : chart.series) s.cells.push_back(plan.cells[shown[k]].id);
     const nlohmann::json& b = c.cells[shown[k]].summary["step_breakdown"];
     for (std::size_t p = 0; p < parts.size(); ++p) {
       double ms = 0;
@@ -205,8 +247,9 @@ std::vector<Chart> build_charts(const SweepPlan& plan, const Comparison& c) {
   return charts;
 }
 
-// "## Machine load" when other processes took a quarter of the cores or more during some cells.
-std::string load_section(const SweepPlan& plan, const Comparison& c, std::vector<std::string>& warnings) {
+// "Machine load" when other processes took a quarter of the cores or more during some cells.
+std::optional<ReportSection> load_section(const SweepPlan& plan, const Comparison& c,
+                                          std::vector<std::string>& warnings) {
   int high = 0, known = 0;
   double worst = 0;
   std::string worst_id;
@@ -220,17 +263,21 @@ std::string load_section(const SweepPlan& plan, const Comparison& c, std::vector
     if (load_was_high(j["load"], j.value("cpus", 1))) ++high;
     if (other > worst) worst = other, worst_id = plan.cells[i].id;
   }
-  if (high == 0) return "";
+  if (high == 0) return std::nullopt;
   char text[160];
   std::snprintf(text, sizeof text,
                 "%d of %d cells ran while other processes used a quarter of the cores or more "
                 "(the most: %.2f cores during cell %s)",
                 high, known, worst, worst_id.c_str());
   warnings.push_back(std::string("machine load was high: ") + text);
-  return "## Machine load\n\n**" + std::string(text) +
-         ".** Their speed figures are noisier than the others'; "
-         "the intervals above include that noise only when it hit every repeat alike. `load` in "
-         "`cells/<id>/provenance.json` has the figures.\n\n";
+  return ReportSection{"Machine load",
+                       "**" + std::string(text) +
+                           ".** Their speed figures are noisier than the others'; "
+                           "the intervals above include that noise only when it hit every repeat alike. `load` in "
+                           "`cells/<id>/provenance.json` has the figures.",
+                       {},
+                       {},
+                       ""};
 }
 
 }  // namespace
@@ -261,7 +308,9 @@ Report write_report(const SweepPlan& plan, const ReportOptions& command_line) {
   add_comparison_columns(report.table, comparison);
   const projection::ProjectionReport projected = projection::add_projection(plan, report.table);
   report.markdown_table = to_markdown(report.table);
-  report.comparison_markdown = comparison_markdown(comparison);
+  ReportPageContent page;
+  page.sections = comparison_sections(comparison);
+  for (const auto& section : page.sections) report.comparison_markdown += section_markdown(section);
   if (std::isfinite(comparison.target_loss)) {
     bool reached = false;
     for (const auto& g : comparison.groups) reached = reached || g.reached > 0;
@@ -287,18 +336,27 @@ Report write_report(const SweepPlan& plan, const ReportOptions& command_line) {
   std::string md = "# Experiment " + plan.name + "\n\n";
   int ok = 0;
   for (const auto& row : report.table.rows) ok += row.at("status") == "ok";
-  md += std::to_string(ok) + " of " + std::to_string(plan.cells.size()) +
-        " cells finished ok. Every column of every cell: [results.csv](results.csv); per cell: `cells/<id>/`.\n\n";
+  page.summary = std::to_string(ok) + " of " + std::to_string(plan.cells.size()) + " cells finished ok.";
+  md += page.summary +
+        " Every column of every cell: [results.csv](results.csv); per cell: `cells/<id>/`; this report with "
+        "interactive charts: [report.html](report.html).\n\n";
   md += report.markdown_table + "\n";
   md += report.comparison_markdown;
   md += projected.markdown;
-  md += load_section(plan, comparison, report.warnings);
+  if (const auto load = load_section(plan, comparison, report.warnings)) {
+    md += section_markdown(*load);
+    page.sections.push_back(*load);
+  }
   if (!report.plot_problem.empty()) md += "Plots could not be drawn: " + report.plot_problem + "\n";
   for (std::size_t i = 0; i < report.plots.size(); ++i)
     md += "## " + charts[i].title + "\n\n![" + charts[i].title + "](plots/" + report.plots[i].filename().string() +
           ")\n\n";
+  page.warnings = report.warnings;
+  page.charts = std::move(charts);
+  page.colour_by = colours(plan, comparison).by;
   write_results_csv(report.table, plan.out_dir / "results.csv");
   util::write_file_atomically(plan.out_dir / "report.md", md);
+  util::write_file_atomically(plan.out_dir / "report.html", report_page_html(plan, report.table, page));
   return report;
 }
 

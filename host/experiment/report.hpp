@@ -1,6 +1,7 @@
 #pragma once
-// `gradsweep report DIR` (and the end of `gradsweep run`): results.csv, the plots, and DIR/report.md
-// embedding them.
+// `gradsweep report DIR` (and the end of `gradsweep run`): results.csv, the plots, DIR/report.md embedding
+// them, and DIR/report.html, the same report as one self-contained page with interactive charts
+// (report_page.hpp).
 //
 // Plots (DIR/plots/*.png), from the cells that finished ok:
 //   throughput.png   tokens/s vs node count (vs ranks when every cell has one node), one line per

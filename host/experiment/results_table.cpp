@@ -112,11 +112,17 @@ void write_results_csv(const ResultsTable& table, const std::filesystem::path& f
   util::write_file_atomically(file, to_csv(table));
 }
 
-std::string to_markdown(const ResultsTable& table) {
-  std::vector<std::string> columns(table.columns.begin(), table.columns.begin() + table.first_metric_column - 1);
+std::vector<std::string> headline_metrics(const ResultsTable& table) {
+  std::vector<std::string> columns;
   for (const char* metric : {"world_size", "tokens_per_sec", "step_time_s", "final_train_loss", "val_loss", "val_ppl",
                              "bytes_sent_per_step", "peak_rss_mb", "mfu"})
     if (std::find(table.columns.begin(), table.columns.end(), metric) != table.columns.end()) columns.push_back(metric);
+  return columns;
+}
+
+std::string to_markdown(const ResultsTable& table) {
+  std::vector<std::string> columns(table.columns.begin(), table.columns.begin() + table.first_metric_column - 1);
+  for (const auto& metric : headline_metrics(table)) columns.push_back(metric);
   std::string out = "|";
   for (const auto& c : columns) out += " " + c + " |";
   out += "\n|";

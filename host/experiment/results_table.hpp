@@ -24,7 +24,10 @@ std::string to_csv(const ResultsTable& table);
 // Atomically.
 void write_results_csv(const ResultsTable& table, const std::filesystem::path& file);
 
-// A markdown table of the columns that answer the sweep's question (speed, loss, traffic, memory).
+// The metric columns that answer the sweep's question (speed, loss, traffic, memory), those the table has.
+std::vector<std::string> headline_metrics(const ResultsTable& table);
+
+// A markdown table of the axes, the status and the headline metrics.
 std::string to_markdown(const ResultsTable& table);
 
 }  // namespace gradsweep::experiment

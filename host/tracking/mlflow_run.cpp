@@ -38,6 +38,9 @@ MlflowRun::MlflowRun(MlflowClient client, const RunStart& start) : client_(std::
   set_tags(start.tags);
 }
 
+MlflowRun::MlflowRun(MlflowClient client, std::string run_id, std::string artifact_uri)
+    : client_(std::move(client)), run_id_(std::move(run_id)), artifact_uri_(std::move(artifact_uri)) {}
+
 void MlflowRun::log_batch(nlohmann::json body) {
   body["run_id"] = run_id_;
   client_.post("runs/log-batch", body);
@@ -63,11 +66,11 @@ void MlflowRun::set_tags(const Fields& tags) {
   }
 }
 
-bool MlflowRun::upload(const std::filesystem::path& file) {
+bool MlflowRun::upload(const std::filesystem::path& file, const std::string& folder) {
   if (artifact_uri_.rfind(kServedArtifacts, 0) != 0) return false;
   std::string root = artifact_uri_.substr(std::string(kServedArtifacts).size());
   while (!root.empty() && root.front() == '/') root.erase(0, 1);
-  client_.put_artifact(root + "/" + file.filename().string(), file);
+  client_.put_artifact(root + "/" + (folder.empty() ? "" : folder + "/") + file.filename().string(), file);
   return true;
 }
 

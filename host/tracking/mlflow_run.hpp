@@ -36,6 +36,8 @@ class MlflowRun {
  public:
   // Makes the experiment when it is new, the run, and logs the parameters and tags.
   MlflowRun(MlflowClient client, const RunStart& start);
+  // A run that is already there (found by runs/search): its id and artifact URI.
+  MlflowRun(MlflowClient client, std::string run_id, std::string artifact_uri);
 
   const std::string& run_id() const { return run_id_; }
   const MlflowClient& client() const { return client_; }
@@ -45,7 +47,8 @@ class MlflowRun {
   void set_tags(const Fields& tags);
   // Uploads `file` under the run's artifacts, when the server serves them (an artifact URI of
   // mlflow-artifacts:/...); false when it stores them where only it can write, and nothing is sent.
-  bool upload(const std::filesystem::path& file);
+  // `folder` is the place under the artifacts' root ("plots"; "" for the root itself).
+  bool upload(const std::filesystem::path& file, const std::string& folder = "");
   // `status`: FINISHED, FAILED or KILLED.
   void end(const std::string& status, std::int64_t end_ms);
 

@@ -1,6 +1,7 @@
 // The report's comparison over cells written to disk as a finished sweep leaves them (status.json,
 // summary.json, metrics.jsonl), with known numbers: groups, paired ratios and verdicts, time-to-target,
-// the results.csv columns, and the messages for a bad baseline, a one-run group and an unreached target.
+// the results.csv columns, and the messages for a bad baseline, a one-run group, an unreached target and a
+// group of another model than the baseline's.
 #include "experiment/cell_status.hpp"
 #include "experiment/comparison.hpp"
 #include "experiment/comparison_table.hpp"
@@ -11,6 +12,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 namespace gradsweep {
 namespace {
 namespace fs = std::filesystem;
@@ -18,12 +21,15 @@ using namespace experiment;
 
 // A finished cell: tokens/s `speed`, evaluations at steps 9 and 19 with val losses 4 and `final_loss`,
 // steps of 1 s and 100 bytes, 64 tokens a step.
-void add_cell(SweepPlan& plan, const std::string& strategy, int round, double speed, double final_loss) {
+// `model`, when given, is an axis of the cell.
+void add_cell(SweepPlan& plan, const std::string& strategy, int round, double speed, double final_loss,
+              const std::string& model = "") {
   PlannedCell cell;
-  cell.id = strategy + std::to_string(round);
+  cell.id = model + strategy + std::to_string(round);
   cell.config_hash = "hash-" + cell.id;
   cell.dir = plan.out_dir / "cells" / cell.id;
   cell.axes = {{"strategy", strategy}, {"seed", std::to_string(100 + round)}};
+  if (!model.empty()) cell.axes.insert(cell.axes.begin(), {"model", model});
   cell.repeat = round;
   fs::create_directories(cell.dir);
   std::string metrics;
@@ -93,8 +99,11 @@ TEST(Comparison, ReportTablesAndColumns) {
   const std::string md = test::read_text(plan.out_dir / "report.md");
   EXPECT_NE(md.find("| strategy=ring | 3 | 1200 [9"), std::string::npos) << md;
   EXPECT_NE(md.find("| 1.2 [1.2, 1.2] | faster |"), std::string::npos) << md;
-  EXPECT_NE(md.find("1500 (one run, no interval)"), std::string::npos) << md;
-  EXPECT_NE(md.find("A group with one finished run has no interval"), std::string::npos);
+  // A one-run value has no brackets, and the table says why once.
+  EXPECT_NE(md.find("| strategy=lonely | 1 | 1500 | 0.04267 | 3.5 | 1.5 | one round: no interval |"), std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("(one run, no interval)"), std::string::npos) << md;
+  EXPECT_NE(md.find("A value without an interval in brackets comes from a single run"), std::string::npos) << md;
   EXPECT_NE(md.find("more tokens/s than the baseline, but misses the target"), std::string::npos) << md;
   EXPECT_NE(md.find("| 1 | strategy=same | 3 of 3 | 15 [15, 15]"), std::string::npos) << md;
   const std::string csv = test::read_text(plan.out_dir / "results.csv");
@@ -131,6 +140,40 @@ TEST(Comparison, UnreachedTargetIsSaid) {
   EXPECT_NE(report.warnings[0].find("no cell reached the target val loss 1 (--target-loss)"), std::string::npos);
   EXPECT_NE(test::read_text(plan.out_dir / "report.md").find("No cell reached the target val loss 1"),
             std::string::npos);
+}
+
+// An LSTM group beside GPT-2's baseline: not compared (no ratio, its own verdict), unranked for time to
+// target; GPT-2's ring still is. A sweep of one run each says "one run" once for the table.
+TEST(Comparison, OnlyGroupsOfTheBaselinesModelAndDataAreCompared) {
+  SweepPlan plan;
+  plan.name = "models";
+  plan.out_dir = test::scratch_dir();
+  plan.axes = {"model", "strategy", "seed"};
+  add_cell(plan, "single", 0, 1000, 3.0, "gpt2");
+  add_cell(plan, "ring", 0, 1200, 3.0, "gpt2");
+  add_cell(plan, "single", 0, 5000, 2.0, "lstm_lm");
+  ReportOptions options;
+  options.baseline = "model=gpt2 strategy=single";
+  const Comparison c = compare_cells(plan, options, "--baseline", "--target-loss");
+  ASSERT_EQ(c.groups.size(), 3u);
+  EXPECT_TRUE(c.groups[1].same_model_data);
+  EXPECT_NEAR(c.groups[1].speed.ratio, 1.2, 1e-12);
+  EXPECT_FALSE(c.groups[2].same_model_data);
+  EXPECT_EQ(c.groups[2].speed.rounds, 0);
+  EXPECT_TRUE(std::isnan(c.cells[2].speed_ratio));
+  EXPECT_EQ(speed_verdict(c, 2), "no baseline of the same model and data");
+
+  write_report(plan, options);
+  const std::string md = test::read_text(plan.out_dir / "report.md");
+  EXPECT_NE(md.find("| model=lstm_lm strategy=single | 1 | 5000 | 0.0128 | 2 | - | no baseline of the same model and "
+                    "data |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| - | model=lstm_lm strategy=single | 1 of 1 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("(one run, no interval)"), std::string::npos) << md;
+  EXPECT_NE(md.find("One run per group: no intervals."), std::string::npos) << md;
+  const std::string csv = test::read_text(plan.out_dir / "results.csv");
+  EXPECT_NE(csv.find("no baseline of the same model and data"), std::string::npos) << csv;
 }
 
 }  // namespace

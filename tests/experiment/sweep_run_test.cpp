@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -51,6 +52,30 @@ bool png(const fs::path& file) {
 nlohmann::json read_json(const fs::path& file) {
   std::ifstream in(file);
   return nlohmann::json::parse(in);
+}
+
+// `gradsweep run` as a process of its own (the driver), its output to `log`.
+pid_t start_driver(const std::string& cmd, const fs::path& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec env " + cmd + " >" + log.string() + " 2>&1").c_str(), nullptr);
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The processes whose command line names `path` (mpirun and the ranks name their cell's directory).
+std::vector<std::string> processes_naming(const fs::path& path) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(path.string()) != std::string::npos) found.push_back(pid + ": " + cmdline);
+  }
+  return found;
 }
 
 class SweepRun : public ::testing::Test {
@@ -270,13 +295,8 @@ TEST_F(SweepRun, InterruptedCellResumesFromItsCheckpoint) {
   test::write_text(dir / "long.yaml", test::tiny_experiment("checkpoint: {every: 5}\nlauncher: {threads: 1}\n", 400));
   const std::string cmd = std::string(kRootEnv) +
                           test::gradsweep("run " + (dir / "long.yaml").string() + " --out " + (dir / "out").string());
-  const pid_t pid = ::fork();
+  const pid_t pid = start_driver(cmd, dir / "driver.log");
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", ("exec env " + cmd + " >" + (dir / "driver.log").string() + " 2>&1").c_str(),
-            nullptr);
-    ::_exit(127);
-  }
   // Wait for a checkpoint beyond step 0, then Ctrl-C the driver.
   fs::path cell;
   for (int i = 0; i < 600 && cell.empty(); ++i) {
@@ -299,6 +319,39 @@ TEST_F(SweepRun, InterruptedCellResumesFromItsCheckpoint) {
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(experiment::read_cell_status(cell).state, CellState::Ok);
   EXPECT_NE(test::read_text(cell / "rank-0.log").find("resumed from"), std::string::npos);
+}
+
+// issue 27: a driver killed with SIGKILL can clean nothing up itself, so what it started must end with it:
+// mpirun and both ranks of the running cell are gone within seconds.
+TEST_F(SweepRun, NothingOutlivesADriverKilledWithSigkill) {
+  const fs::path dir = test::scratch_dir();
+  test::write_text(
+      dir / "long.yaml",
+      test::tiny_experiment("launcher: {threads: 1}\ninclude:\n  - {strategy: ring, ranks_per_node: 2}\n", 2000));
+  const std::string cmd = std::string(kRootEnv) +
+                          test::gradsweep("run " + (dir / "long.yaml").string() + " --out " + (dir / "out").string());
+  const pid_t pid = start_driver(cmd, dir / "driver.log");
+  ASSERT_GE(pid, 0);
+  // The ranks are training once the cell's metrics.jsonl has a step.
+  bool training = false;
+  for (int i = 0; i < 600 && !training; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (fs::exists(dir / "out" / "cells"))
+      for (const auto& e : fs::directory_iterator(dir / "out" / "cells"))
+        training = training || !test::read_text(e.path() / "metrics.jsonl").empty();
+  }
+  ASSERT_TRUE(training) << test::read_text(dir / "driver.log");
+  ASSERT_GE(processes_naming(dir / "out").size(), 3u) << "mpirun and two ranks";
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  std::vector<std::string> left = processes_naming(dir / "out");
+  for (int i = 0; i < 300 && !left.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = processes_naming(dir / "out");
+  }
+  std::string names;
+  for (const auto& p : left) names += p + "\n";
+  EXPECT_TRUE(left.empty()) << "still running 30 s after the driver was killed:\n" << names;
 }
 
 TEST_F(SweepRun, FailingCellDoesNotStopTheSweepUnlessFailFast) {

@@ -10,6 +10,15 @@ import sys
 from mlflow.tracking import MlflowClient
 
 
+def artifact_files(client, run_id, folder=None):
+    """Every artifact file's path, folders listed through."""
+    for artifact in client.list_artifacts(run_id, folder):
+        if artifact.is_dir:
+            yield from artifact_files(client, run_id, artifact.path)
+        else:
+            yield artifact.path
+
+
 def main():
     uri, name = sys.argv[1], sys.argv[2]
     client = MlflowClient(tracking_uri=uri)
@@ -27,7 +36,7 @@ def main():
                 "params": run.data.params,
                 "tags": {k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.")},
                 "metrics": history,
-                "artifacts": sorted(a.path for a in client.list_artifacts(run.info.run_id)),
+                "artifacts": sorted(artifact_files(client, run.info.run_id)),
             })
     print(json.dumps({"experiment": experiment is not None, "runs": runs}))
 

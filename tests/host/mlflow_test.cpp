@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -234,6 +235,55 @@ TEST(MlflowTracking, ACellTrainedWhileTheServerWasDownIsPushedLaterOnce) {
   EXPECT_NE(again.output.find("already on"), std::string::npos) << again.output;
   EXPECT_EQ(read_back(server.uri(), "gradsweep")["runs"].size(), 1u);
   EXPECT_EQ(listing(dir / "cell-b"), before);
+}
+
+// The runs of `got` tagged as a report (tracking/report_run.hpp).
+std::vector<nlohmann::json> report_runs(const nlohmann::json& got) {
+  std::vector<nlohmann::json> runs;
+  for (const auto& run : got["runs"])
+    if (run["tags"].contains("gradsweep.report")) runs.push_back(run);
+  return runs;
+}
+
+// issue 25: a tracked sweep's report is a run of its own in the sweep's experiment, beside its cells' runs,
+// holding report.md, results.csv and the plots; pushing the sweep again uploads into that same run.
+TEST(MlflowTracking, ASweepsReportIsARunOfItsOwnBesideItsCells) {
+  REQUIRE_MLFLOW();
+  const fs::path dir = test::scratch_dir("mlflow-report");
+  MlflowServer server(dir);
+  ASSERT_TRUE(server.ready()) << test::read_text(dir / "server.log");
+  const fs::path experiment = test::write_tiny_cell(
+      dir, 3, "name: tracked-sweep\nlauncher: {threads: 1}\ntracking: {mlflow: " + server.uri() + "}\n");
+  const auto r = test::run_command(
+      test::gradsweep_command("run " + experiment.string() + " --out " + (dir / "sweep").string() + " 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("MLflow"), std::string::npos) << r.output;
+
+  const nlohmann::json got = read_back(server.uri(), "tracked-sweep");
+  ASSERT_EQ(got["runs"].size(), 2u) << got.dump(2);  // the cell and the report
+  const std::vector<nlohmann::json> reports = report_runs(got);
+  ASSERT_EQ(reports.size(), 1u) << got.dump(2);
+  EXPECT_EQ(reports[0]["tags"]["gradsweep.report"], "sweep");
+  EXPECT_EQ(reports[0]["status"], "FINISHED");
+  const nlohmann::json& files = reports[0]["artifacts"];
+  for (const std::string name : {"report.md", "results.csv"})
+    EXPECT_NE(std::find(files.begin(), files.end(), name), files.end()) << name << " in " << files.dump();
+  std::size_t plots = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "sweep" / "plots")) {
+    const std::string name = "plots/" + entry.path().filename().string();
+    EXPECT_NE(std::find(files.begin(), files.end(), name), files.end()) << name << " in " << files.dump();
+    ++plots;
+  }
+  EXPECT_GT(plots, 0u);
+
+  const auto again = push(dir / "sweep", server.uri());
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("already on"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("report: pushed to"), std::string::npos) << again.output;
+  const nlohmann::json after = read_back(server.uri(), "tracked-sweep");
+  EXPECT_EQ(after["runs"].size(), 2u) << after.dump(2);
+  ASSERT_EQ(report_runs(after).size(), 1u);
+  EXPECT_EQ(report_runs(after)[0]["artifacts"], files);
 }
 
 }  // namespace
