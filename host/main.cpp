@@ -8,6 +8,7 @@
 #include "cli/prepare_command.hpp"
 #include "cli/project_command.hpp"
 #include "cli/provenance_command.hpp"
+#include "cli/reference_command.hpp"
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/status_command.hpp"
@@ -27,7 +28,8 @@
 #endif
 
 int main(int argc, char** argv) {
-  CLI::App app{"gradsweep: which way of sharing gradients trains my model fastest?"};
+  // Named, not after argv[0]: its usage lines (and docs/reference/cli.md) read the same however it is called.
+  CLI::App app{"gradsweep: which way of sharing gradients trains my model fastest?", "gradsweep"};
   // "gradsweep 0.1.0 (SDK ABI 1.4; torch 2.15, cxx11-abi 1, gcc 12.2.0, cuda 13.0, nccl 2.30.7)"
   app.set_version_flag("--version", std::string("gradsweep ") + GRADSWEEP_VERSION + " (SDK ABI " +
                                         std::to_string(gradsweep::sdk::kAbiMajor) + "." +
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
   gradsweep::cli::register_project_command(app);     // docs/projection.md
   gradsweep::cli::register_provenance_command(app);  // hidden: the Slurm batch script's
   gradsweep::cli::register_check_command(app);       // the conformance kit (docs/plugins.md)
+  gradsweep::cli::register_reference_command(app);   // last: docs/reference/cli.md lists the commands above
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -20,10 +20,10 @@ const std::vector<Variable> kRegistry{
      "plugin directories, searched after `plugins.paths` and before the built-in ones", "", true, true},
     {"GRADSWEEP_LOG_LEVEL", "`trace`, `debug`, `info`, `warn`, `error`, `critical`, `off`", "`info`",
      "the least severe log level printed (spdlog's names)", "", true, false},
-    {"GRADSWEEP_RING_SEGMENT_BYTES", "integer > 0", "2097152 (2 MiB)",
+    {"GRADSWEEP_RING_SEGMENT_BYTES", "integer > 0", "524288 (512 KiB)",
      "the ring's segment size (tuning and benchmarks; every rank must see the same value)", "a positive integer", true,
      false},
-    {"GRADSWEEP_RING_LOOKAHEAD", "integer > 0", "1",
+    {"GRADSWEEP_RING_LOOKAHEAD", "integer > 0", "4",
      "ring exchanges started ahead of the one being finished (tuning; the same on every rank)", "a positive integer",
      true, false},
     {"GRADSWEEP_RANKS_PER_NODE", "integer in [1, 2^20]", "unset: the ranks sharing memory",
@@ -51,7 +51,8 @@ const std::vector<Variable> kRegistry{
     {"LD_LIBRARY_PATH", "directories separated by `:`", "", "passed on to the ranks by the local launcher", "", false,
      true},
     {"GLIBC_TUNABLES", "glibc tunables", "unset",
-     "set: a rank leaves glibc's malloc thresholds as the user tuned them (docs/benchmarks.md, \"Memory reuse\"); "
+     "set: a rank leaves glibc's malloc thresholds as the user tuned them (docs/measurements/single-rank.md, \"Memory "
+     "reuse\"); "
      "passed on to the ranks",
      "", false, true},
     {"MALLOC_MMAP_THRESHOLD_", "bytes", "unset", "set: as GLIBC_TUNABLES", "", false, true},

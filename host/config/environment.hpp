@@ -1,7 +1,7 @@
 #pragma once
 // Every environment variable the host reads, in one registry: its name, what it holds, its default and
-// one line of documentation (docs/configuration.md, "Environment variables", lists them all; a test
-// checks that it does, and that no other file in host/ calls getenv). Each typed accessor is the one
+// one line of documentation (`gradsweep reference` writes them into docs/reference/environment.md; a test
+// checks that no other file in host/ calls getenv). Each typed accessor is the one
 // parser of its kind, and a bad value is an error naming the variable and the value:
 // "GRADSWEEP_RANKS_PER_NODE='x': expected a positive integer".
 #include <optional>
@@ -21,7 +21,7 @@ struct Variable {
   bool forwarded;             // the local launcher passes it on to every rank (mpirun -x) when set
 };
 
-// In the order the docs list them: gradsweep's own, then the ones it only reads.
+// In the order the reference lists them: gradsweep's own, then the ones it only reads.
 const std::vector<Variable>& registry();
 // The entry of `name`; std::logic_error for a name that is not registered (a bug in the caller).
 const Variable& variable(std::string_view name);

@@ -1,5 +1,6 @@
 #include "experiment/emulated_cell.hpp"
 
+#include "experiment/launcher_options.hpp"
 #include "experiment/sweep_matrix.hpp"
 
 #include "cluster/bandwidth.hpp"
@@ -14,12 +15,7 @@
 #include <stdexcept>
 
 namespace gradsweep::experiment {
-using sdk::OptionType;
-
 namespace {
-
-const std::vector<host::HostOption> kLinkSpecs{
-    {{"bandwidth", OptionType::String, "", "each node's link rate in each direction: 100mbit, 1Gbit, 10Gbit"}}};
 
 // "launcher.link.bandwidth: '1GB/s' looks like ..." -> "'1GB/s' looks like ...": Diagnostics adds the key.
 std::string without_key(const std::string& message, const std::string& key) {
@@ -78,7 +74,7 @@ EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::str
                std::to_string(nodes) + " nodes do not fit one emulated cluster (1 to " +
                    std::to_string(cluster::kMaxNodes) + ")");
 
-  const sdk::Options link = host::resolve_options(link_node, "launcher.link", kLinkSpecs, {}, diag);
+  const sdk::Options link = host::resolve_options(link_node, "launcher.link", link_options(), {}, diag);
   const std::string rate = link.text("bandwidth");
   const YAML::Node rate_node = node_or_parent(root, "launcher.link.bandwidth");
   if (rate.empty()) {

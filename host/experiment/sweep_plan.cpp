@@ -3,6 +3,7 @@
 #include "experiment/cell_id.hpp"
 #include "experiment/data_facts.hpp"
 #include "experiment/emulated_cell.hpp"
+#include "experiment/launcher_options.hpp"
 #include "experiment/model_facts.hpp"
 #include "experiment/sweep_matrix.hpp"
 #include "experiment/sweep_plan_check.hpp"
@@ -27,8 +28,6 @@ namespace gradsweep::experiment {
 namespace fs = std::filesystem;
 using host::ConfigError;
 using host::Diagnostics;
-using sdk::OptionSpec;
-using sdk::OptionType;
 
 namespace {
 
@@ -48,23 +47,6 @@ std::string plugin_options_label(const std::string& axis, const YAML::Node& cell
   }
   return options.empty() ? "" : "(" + options + ")";
 }
-
-const std::vector<host::HostOption> kLauncherSpecs{
-    {{"name", OptionType::String, "local", "local (mpirun on this machine) or emulated (emulated_cell.hpp)"}},
-    {{"dilation", OptionType::String, "1", "emulated: time-dilation factor >= 1, or auto"}},
-    {{"nodes", OptionType::Int, "1", "nodes per cell"}, {1, 1e5}},
-    {{"ranks_per_node", OptionType::Int, "1", "MPI ranks per node"}, {1, 1024}},
-    {{"threads", OptionType::Int, "0", "LibTorch threads per rank (0 = cores / ranks on the node)"}, {0, 1024}}};
-
-const std::vector<host::HostOption> kSlurmSpecs{
-    {{"partition", OptionType::String, "", "sbatch --partition"}},
-    {{"account", OptionType::String, "", "sbatch --account"}},
-    {{"time", OptionType::String, "", "sbatch --time, per cell"}},
-    {{"qos", OptionType::String, "", "sbatch --qos"}},
-    {{"constraint", OptionType::String, "", "sbatch --constraint"}},
-    {{"gpus_per_node", OptionType::Int, "0", "sbatch --gpus-per-node"}, {0, 1024}},
-    {{"cpus_per_task", OptionType::Int, "0", "sbatch --cpus-per-task"}, {0, 1e5}},
-    {{"max_concurrent", OptionType::Int, "0", "array tasks running at once (--array=...%N); 0 = no cap"}, {0, 1e6}}};
 
 // parse_cell_config reads the cell as emitted text, so its positions are in that text: tag them and
 // point them back at the experiment file through the key each message names.
@@ -193,14 +175,14 @@ void read_lines(const YAML::Node& slurm_node, const char* key, const char* what,
 LauncherSettings resolve_launcher(const YAML::Node& root, Diagnostics& diag) {
   const YAML::Node launcher_node = root["launcher"];
   LauncherSettings s;
-  s.launcher = host::resolve_options(launcher_node, "launcher", kLauncherSpecs, {"slurm", "link"}, diag);
+  s.launcher = host::resolve_options(launcher_node, "launcher", launcher_options(), {"slurm", "link"}, diag);
   s.emulated = resolve_emulated_launcher(root, s.launcher.text("name"), s.launcher.text("dilation"),
                                          static_cast<int>(s.launcher.integer("nodes")), diag);
   if (s.launcher.has("threads"))
     host::check_threads_fit_machine(s.launcher.integer("threads"), node_for_key(root, "launcher.threads", false),
                                     "launcher.threads", diag);
   const YAML::Node slurm_node = launcher_node ? launcher_node["slurm"] : YAML::Node();
-  s.slurm = host::resolve_options(slurm_node, "launcher.slurm", kSlurmSpecs, {"extra", "setup"}, diag);
+  s.slurm = host::resolve_options(slurm_node, "launcher.slurm", slurm_options(), {"extra", "setup"}, diag);
   read_lines(slurm_node, "extra", "sbatch option lines", s.extra, diag);
   read_lines(slurm_node, "setup", "shell lines", s.setup, diag);
   return s;

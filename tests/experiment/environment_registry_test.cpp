@@ -1,6 +1,8 @@
 // The host reads the environment through one registry (host/config/environment.hpp): no other file in
-// host/ calls getenv, every registered variable is documented in docs/configuration.md, and a bad value
-// is refused naming the variable and the value, by the parsers the host's own call sites use.
+// host/ calls getenv, every registered variable is in the generated docs/reference/environment.md, the
+// defaults the registry states are the code's, and a bad value is refused naming the variable and the
+// value, by the parsers the host's own call sites use.
+#include "comm/algorithms/ring.hpp"
 #include "comm/collective_forensics.hpp"
 #include "comm/collective_timeout.hpp"
 #include "config/environment.hpp"
@@ -43,14 +45,28 @@ TEST(EnvironmentRegistry, NoOtherGetenvInHost) {
   EXPECT_NE(read_text(registry).find("std::getenv"), std::string::npos);
 }
 
-TEST(EnvironmentRegistry, EveryVariableIsDocumented) {
-  const std::string docs = read_text(test::source_dir() / "docs" / "configuration.md");
-  const auto section = docs.find("## Environment variables");
-  ASSERT_NE(section, std::string::npos) << "docs/configuration.md has no 'Environment variables' section";
+TEST(EnvironmentRegistry, EveryVariableIsInTheReference) {
+  // The page is generated from the registry (`gradsweep reference`); tests/host/reference_docs_test.cpp
+  // checks that the copy in the tree is current.
+  const std::string docs = read_text(test::source_dir() / "docs" / "reference" / "environment.md");
+  ASSERT_FALSE(docs.empty())
+      << "docs/reference/environment.md is missing: build/gradsweep reference --out docs/reference";
   ASSERT_FALSE(host::env::registry().empty());
   for (const host::env::Variable& v : host::env::registry())
-    EXPECT_NE(docs.find(std::string("`") + v.name + "`", section), std::string::npos)
-        << v.name << " is in the registry but not in docs/configuration.md's 'Environment variables'";
+    EXPECT_NE(docs.find(std::string("| `") + v.name + "` |"), std::string::npos)
+        << v.name << " is in the registry but not in docs/reference/environment.md";
+}
+
+// The registry writes what unset means as text for the reference; where that is a number of the code's,
+// it must be that number.
+TEST(EnvironmentRegistry, RingDefaultsAreTheCodes) {
+  const host::ring::Tuning tuning;
+  EXPECT_EQ(std::string(host::env::variable("GRADSWEEP_RING_SEGMENT_BYTES").default_value)
+                .rfind(std::to_string(tuning.segment_bytes) + " ", 0),
+            0u)
+      << host::env::variable("GRADSWEEP_RING_SEGMENT_BYTES").default_value;
+  EXPECT_EQ(std::string(host::env::variable("GRADSWEEP_RING_LOOKAHEAD").default_value),
+            std::to_string(tuning.lookahead));
 }
 
 // Sets a variable for one test and restores what was there.

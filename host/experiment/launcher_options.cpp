@@ -1,0 +1,38 @@
+#include "experiment/launcher_options.hpp"
+
+namespace gradsweep::experiment {
+using sdk::OptionType;
+
+const std::vector<host::HostOption>& launcher_options() {
+  static const std::vector<host::HostOption> options{
+      {{"name", OptionType::String, "local", "local (mpirun on this machine) or emulated (emulated_cell.hpp)"}},
+      {{"dilation", OptionType::String, "1", "emulated: time-dilation factor >= 1, or auto"}},
+      {{"nodes", OptionType::Int, "1", "nodes per cell"}, {1, 1e5}},
+      {{"ranks_per_node", OptionType::Int, "1", "MPI ranks per node"}, {1, 1024}},
+      {{"threads", OptionType::Int, "0",
+        "LibTorch threads per rank (0 = cores / ranks on the node); at most 4 x the hardware threads of the machine "
+        "that validates it"},
+       {0, 1024}}};
+  return options;
+}
+
+const std::vector<host::HostOption>& slurm_options() {
+  static const std::vector<host::HostOption> options{
+      {{"partition", OptionType::String, "", "sbatch --partition"}},
+      {{"account", OptionType::String, "", "sbatch --account"}},
+      {{"time", OptionType::String, "", "sbatch --time, per cell"}},
+      {{"qos", OptionType::String, "", "sbatch --qos"}},
+      {{"constraint", OptionType::String, "", "sbatch --constraint"}},
+      {{"gpus_per_node", OptionType::Int, "0", "sbatch --gpus-per-node"}, {0, 1024}},
+      {{"cpus_per_task", OptionType::Int, "0", "sbatch --cpus-per-task"}, {0, 1e5}},
+      {{"max_concurrent", OptionType::Int, "0", "array tasks running at once (--array=...%N); 0 = no cap"}, {0, 1e6}}};
+  return options;
+}
+
+const std::vector<host::HostOption>& link_options() {
+  static const std::vector<host::HostOption> options{
+      {{"bandwidth", OptionType::String, "", "each node's link rate in each direction: 100mbit, 1Gbit, 10Gbit"}}};
+  return options;
+}
+
+}  // namespace gradsweep::experiment
