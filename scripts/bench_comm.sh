@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Collective bandwidth, native (Open MPI's own algorithm) vs gradsweep's ring, at several rank counts:
 # runs `gradsweep bench comm` under mpirun for each N and writes each run's table and JSON to the output
-# directory. The command is the benchmark; this only loops over N. See docs/benchmarks.md.
+# directory. The command is the benchmark; this only loops over N. See docs/measurements/communicators.md.
 #
 # Usage: scripts/bench_comm.sh [--ranks "2 4"] [--out DIR] [-- extra bench comm options...]
 # Environment (flags win): BENCH_RANKS ("2 4"), BENCH_OUT (runs/bench-comm), GRADSWEEP (build/gradsweep).

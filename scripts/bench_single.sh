@@ -3,7 +3,7 @@
 # PyTorch eager (bench/gpt2_eager.py), side by side: same shapes, batch, data, hyperparameters, threads.
 # R rounds per preset; each round runs both, alternating which goes first. Prints a markdown table
 # (per round and medians), the ratio median(gradsweep tok/s) / median(PyTorch tok/s) and the losses after
-# the same steps. A benchmark, not a test: it never fails on the ratio. See docs/benchmarks.md.
+# the same steps. A benchmark, not a test: it never fails on the ratio. See docs/measurements/single-rank.md.
 #
 # Usage: scripts/bench_single.sh [--rounds R] [--steps S] [--threads N] [--presets "P1 P2"]
 #                                [--batch-size B] [--seq-len T] [--out DIR]

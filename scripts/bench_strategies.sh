@@ -5,7 +5,7 @@
 # share of the global batch) started at the same time, whose tokens/s add up to what N ranks could reach if
 # communication cost nothing. Per N, R rounds; each round runs every variant, alternating the order. Prints
 # a markdown table of medians and the ratios (each variant / ceiling, ring / DDP). A benchmark, not a test:
-# it never fails on a ratio. See docs/benchmarks.md, "Strategy throughput".
+# it never fails on a ratio. See docs/measurements/strategies.md, "Against PyTorch DDP and the no-communication ceiling".
 #
 # Usage: scripts/bench_strategies.sh [--ranks "2 4"] [--rounds R] [--steps S] [--threads N] [--preset P]
 #          [--batch-size B] [--micro-batch M] [--seq-len T] [--variants "V1 V2 ..."] [--out DIR]

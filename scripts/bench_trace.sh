@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the timeline costs (docs/results.md, "Trace"): the same 2-rank cell with metrics.trace off, sampled
+# What the timeline costs (docs/results.md, "Trace"; figures in docs/measurements/tracing.md): the same 2-rank cell with metrics.trace off, sampled
 # and all, interleaved over R rounds (the order rotates each round), so that machine load drifts hit every
 # variant alike. Prints each run's tokens/s (summary.json: mean step time, warm-up excluded) and wall
 # seconds, then per variant the median ratio to `off` with its range over the rounds. A benchmark, not a test.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Xiao et al. (2017) comparison of docs/xiao2017.md: prepares the word-level fortunes corpus
+# The Xiao et al. (2017) comparison of docs/measurements/xiao2017.md: prepares the word-level fortunes corpus
 # (vocabulary 10,000), runs experiments/xiao2017.yaml through the local launcher (12 cells, 1 to 4 ranks)
 # and prints the results table and the paper's claims against what was measured
 # (scripts/xiao2017_claims.py). Extra arguments go to `gradsweep run` (e.g. --set train.steps=20).

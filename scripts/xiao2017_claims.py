@@ -2,7 +2,7 @@
 """The Xiao et al. (2017) claims, checked against a finished `gradsweep run experiments/xiao2017.yaml`.
 
 Reads DIR/results.csv (and each cell's metrics.jsonl for the sampled strategy's byte counters) and prints
-a markdown table per rank count plus the four comparisons of docs/xiao2017.md:
+a markdown table per rank count plus the four comparisons of docs/measurements/xiao2017.md:
   bytes sent per step, sampled vs dense on the same transport (all ranks summed; and the dense-equivalent
   payload the sampled strategy reports);
   time to the same tokens at the largest rank count, sampled over ps async vs ps async (tokens/s ratio:

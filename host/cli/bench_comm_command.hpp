@@ -3,6 +3,6 @@
 
 namespace gradsweep::host {
 // `gradsweep bench comm`: collective bandwidth of the MPI backend's algorithms (native, ring) side by
-// side, nccl-tests style, under `mpirun -np N`. See docs/benchmarks.md.
+// side, nccl-tests style, under `mpirun -np N`. See docs/measurements/communicators.md.
 void register_bench_comm_command(CLI::App& app);
 }  // namespace gradsweep::host

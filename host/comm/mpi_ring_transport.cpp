@@ -81,7 +81,7 @@ void RingTransport::finish(Ticket ticket) {
   // The first exchange of a collective also waits for the neighbour to reach the collective at all,
   // which takes as long as the ranks' computations differ (tens to hundreds of ms in a training step);
   // yielding through that cost a rank's communication thread 3-10x its useful CPU, taken from the
-  // computation on a machine with no spare core (docs/benchmarks.md). So that wait naps between tests
+  // computation on a machine with no spare core (docs/measurements/strategies.md). So that wait naps between tests
   // after a short spin: a late neighbour is noticed up to 100 us later, once per collective. The later
   // exchanges find the neighbour there and only yield: napping in every one delayed each handshake
   // (builds that did were 0.6-0.9x as fast on gpt2-small-cpu).

@@ -6,7 +6,7 @@
 // above M_TRIM_THRESHOLD is trimmed. A step frees its activations and its gradients' temporaries and
 // allocates the same sizes again in the next one, so every step faulted in and zeroed tens of MB of new
 // pages: 8,100 minor faults and 12-14 ms of kernel time per step of gpt2-small-cpu (batch 16) on one
-// rank, where the same model in PyTorch eager had 2,800 (docs/benchmarks.md, "Memory reuse"). Fixed
+// rank, where the same model in PyTorch eager had 2,800 (docs/measurements/single-rank.md). Fixed
 // thresholds keep the memory for reuse, as a caching allocator does on a GPU: 0 faults per step.
 namespace gradsweep::host {
 

@@ -136,7 +136,7 @@ TEST(RingTuning, SmallSegmentsAndDeepPipelineOnThreeRanks) {
 }
 
 // A rank whose neighbour comes late to a ring allreduce waits without burning a core: on a machine with
-// no spare core that CPU would be taken from the ranks still computing (docs/benchmarks.md).
+// no spare core that CPU would be taken from the ranks still computing (docs/measurements/strategies.md).
 TEST(RingWait, ALateNeighbourCostsTheWaitingRanksLittleCpu) {
   const auto r = test::run_command(mpirun(3, collective_check("late 2")));
   ASSERT_EQ(r.exit_code, 0) << r.output;

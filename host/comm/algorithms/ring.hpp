@@ -49,8 +49,9 @@ struct Tuning {
   // of the one being finished (1 .. Transport::kMaxInFlight - 1). Between nodes (Open MPI over TCP) the
   // link idles whenever no exchange is queued while the sending rank waits for a core: 2 nodes at 1 Gbit/s
   // on a busy 2-core machine, 2 MiB with lookahead 1 reached 76-79% of the link, 512 KiB with lookahead 4
-  // 88-96% (docs/cluster.md, "Measured here"). On shared memory the two were within noise of each other
-  // (2 and 4 ranks, 16-64 MiB; docs/benchmarks.md), where fewer round trips had mattered with lookahead 1.
+  // 88-96% (docs/measurements/communicators.md). On shared memory the two were within noise of each other
+  // (2 and 4 ranks, 16-64 MiB; docs/measurements/communicators.md), where fewer round trips had mattered with
+  // lookahead 1.
   std::size_t segment_bytes = 512 * 1024;
   int lookahead = 4;
 };

@@ -18,7 +18,7 @@ const std::vector<NamedPreset<Gpt2Config>>& presets() {
       {"gpt2-bai-100m", {12, 12, 768, 512, 26679, 0.0}},
       // Reads the same GPT-2-tokenized shards as gpt2-124m, small enough for a laptop core.
       {"gpt2-small-cpu", {4, 4, 128, 128, 50257, 0.0}},
-      // The benchmarks' larger CPU sizes (docs/benchmarks.md): ~4.8M and ~32M parameters over bytes.
+      // The benchmarks' larger CPU sizes (docs/measurements/single-rank.md): ~4.8M and ~32M parameters over bytes.
       {"gpt2-mid-cpu", {6, 8, 256, 128, 50257, 0.0}},
       {"gpt2-big-cpu", {10, 8, 512, 128, 50257, 0.0}},
       // For tests: a byte vocabulary and two thin blocks.
