@@ -1,5 +1,6 @@
 #include "cli/plugins_command.hpp"
 
+#include "config/option_type_keyword.hpp"
 #include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_registry.hpp"
 
@@ -26,16 +27,6 @@ std::string abi_of(const sdk::PluginDescriptor& d) {
   return std::to_string(d.abi_major) + "." + std::to_string(d.abi_minor);
 }
 
-const char* type_name(sdk::OptionType type) {
-  switch (type) {
-    case sdk::OptionType::Bool: return "bool";
-    case sdk::OptionType::Int: return "int";
-    case sdk::OptionType::Float: return "float";
-    case sdk::OptionType::String: return "string";
-  }
-  return "?";
-}
-
 // "ring|native|hierarchical" -> its values.
 std::vector<std::string> choice_list(const std::string& choices) {
   std::vector<std::string> out;
@@ -54,7 +45,7 @@ nlohmann::json options_json(const PluginRecord& p) {
   for (std::uint32_t i = 0; i < d.option_count; ++i) {
     const sdk::OptionSpec& o = d.options[i];
     nlohmann::json option{{"key", o.key},
-                          {"type", type_name(o.type)},
+                          {"type", host::type_keyword(o.type)},
                           {"default", o.default_value ? nlohmann::json(o.default_value) : nlohmann::json(nullptr)},
                           {"help", o.help ? o.help : ""}};
     if (i < choices.size() && !choices[i].empty()) option["choices"] = choice_list(choices[i]);
@@ -122,7 +113,7 @@ void print_details(const PluginRecord& p) {
   std::cout << "\noptions (" << section << ".<key> in a cell or experiment file):\n";
   for (std::uint32_t i = 0; i < d.option_count; ++i) {
     const sdk::OptionSpec& o = d.options[i];
-    std::cout << "  " << o.key << "  " << type_name(o.type) << ", default "
+    std::cout << "  " << o.key << "  " << host::type_keyword(o.type) << ", default "
               << (o.default_value ? o.default_value : "none (optional)");
     if (i < choices.size() && !choices[i].empty()) {
       std::string values;

@@ -3,6 +3,7 @@
 #include "reference/markdown.hpp"
 
 #include "config/cell_config.hpp"
+#include "config/option_type_keyword.hpp"
 #include "experiment/experiment_file.hpp"
 #include "experiment/launcher_options.hpp"
 #include "plugins/plugin_declarations.hpp"
@@ -11,16 +12,6 @@
 
 namespace gradsweep::reference {
 namespace {
-
-const char* short_type(sdk::OptionType type) {
-  switch (type) {
-    case sdk::OptionType::Bool: return "bool";
-    case sdk::OptionType::Int: return "int";
-    case sdk::OptionType::Float: return "float";
-    case sdk::OptionType::String: return "string";
-  }
-  return "?";
-}
 
 // "a|b|c" -> "`a`, `b`, `c`".
 std::string choice_text(const std::string& choices) {
@@ -44,7 +35,7 @@ std::string range_text(const host::HostOption& option) {
 std::string host_table(const std::string& path, const std::vector<host::HostOption>& options) {
   std::vector<std::vector<std::string>> rows;
   for (const host::HostOption& o : options)
-    rows.push_back({code(path + "." + o.spec.key), short_type(o.spec.type),
+    rows.push_back({code(path + "." + o.spec.key), host::type_keyword(o.spec.type),
                     default_text(o.spec.default_value, "required"), range_text(o),
                     o.choices ? choice_text(o.choices) : "", o.spec.help ? o.spec.help : ""});
   return table({"key", "type", "default", "range", "choices", "help"}, rows);
@@ -94,7 +85,7 @@ std::string plugin_section(const host::PluginRecord& plugin) {
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const sdk::OptionSpec& o = specs[i];
-    rows.push_back({code(std::string(section) + "." + o.key), short_type(o.type),
+    rows.push_back({code(std::string(section) + "." + o.key), host::type_keyword(o.type),
                     default_text(o.default_value, "none (optional)"),
                     i < choices.size() && !choices[i].empty() ? choice_text(choices[i]) : "", o.help ? o.help : ""});
   }

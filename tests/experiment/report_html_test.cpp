@@ -4,9 +4,10 @@
 // one dataset per finished group, the failed cell listed, the LSTM not compared with GPT-2's baseline, trace
 // links, and a screenshot under the scratch directory (its path is printed).
 #include "experiment_test_support.hpp"
+#include "short_shard.hpp"
 
 #include "experiment/sweep_plan.hpp"
-#include "support/python_reference.hpp"
+#include "support/skip_rule.hpp"
 
 #include <gtest/gtest.h>
 
@@ -21,16 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* kRootEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
-
-// A valid token shard of `count` tokens: the trainer refuses it as too small for one batch.
-void write_shard(const fs::path& file, int count) {
-  std::vector<std::int32_t> header(256, 0);
-  header[0] = 20240520, header[1] = 1, header[2] = count;
-  std::ofstream out(file, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(header.data()), 1024);
-  const std::vector<std::uint16_t> tokens(static_cast<std::size_t>(count), 65);
-  out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(2 * tokens.size()));
-}
 
 std::string chromium_binary() {
   for (const char* name : {"chromium", "chromium-browser"}) {
@@ -56,13 +47,10 @@ test::CommandResult chromium(const std::string& binary, const fs::path& scratch,
 
 TEST(ReportPage, ChromiumDrawsEveryChartWithoutErrors) {
   const std::string browser = chromium_binary();
-  if (browser.empty()) {
-    const std::string why = "no chromium on PATH (Debian package chromium; scripts/install-deps.sh installs it)";
-    if (test::in_ci()) FAIL() << "under CI: " << why;
-    GTEST_SKIP() << why;
-  }
+  if (browser.empty())
+    GRADSWEEP_SKIP_UNLESS_CI("no chromium on PATH (Debian package chromium; scripts/install-deps.sh installs it)");
   const fs::path dir = test::scratch_dir();
-  write_shard(dir / "short.bin", 10);
+  test::write_short_shard(dir / "short.bin", 10);
   test::write_text(dir / "page.yaml",
                    test::tiny_experiment("name: page\nlauncher: {threads: 1}\n"
                                          "include:\n"

@@ -1,6 +1,7 @@
 // `gradsweep run` end to end with the local launcher: real mpirun jobs of 1, 2 and 4 ranks on a tiny
 // GPT-2, resume, --retry-failed, --force, the lock, Ctrl-C, status, plan, and the report's CSV and PNGs.
 #include "experiment_test_support.hpp"
+#include "short_shard.hpp"
 
 #include "experiment/cell_status.hpp"
 #include "experiment/run_lock.hpp"
@@ -219,20 +220,9 @@ TEST_F(SweepRun, FailedCellsAreLeftAloneUnlessRetried) {
   EXPECT_TRUE(fs::exists(ring / "summary.json"));
 }
 
-// A valid llm.c shard of `count` tokens: too small for one (4, 16) batch when count < 65, which only
-// training finds out (planning checks that the file exists, not its length).
-void write_shard(const fs::path& file, int count) {
-  std::vector<std::int32_t> header(256, 0);
-  header[0] = 20240520, header[1] = 1, header[2] = count;
-  std::ofstream out(file, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(header.data()), 1024);
-  const std::vector<std::uint16_t> tokens(static_cast<std::size_t>(count), 65);
-  out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(2 * tokens.size()));
-}
-
 TEST(SweepExitCodes, NonZeroWhileACellIsFailedAlsoWhenLeftAlone) {
   const fs::path dir = test::scratch_dir();
-  write_shard(dir / "short.bin", 10);
+  test::write_short_shard(dir / "short.bin", 10);
   test::write_text(dir / "exp.yaml", test::tiny_experiment("launcher: {threads: 1}\ninclude:\n  - {train.lr: 1e-3}\n"
                                                            "  - {data.val: short.bin}\n",
                                                            2));
@@ -358,7 +348,7 @@ TEST_F(SweepRun, FailingCellDoesNotStopTheSweepUnlessFailFast) {
   const fs::path dir = test::scratch_dir();
   // A 10-token validation shard is a valid shard, so it plans, but the trainer refuses it: too small for one
   // (4, 16) batch. (A vocab_size too small for the data no longer gets this far: planning refuses it.)
-  write_shard(dir / "short.bin", 10);
+  test::write_short_shard(dir / "short.bin", 10);
   const std::string val = (test::byte_corpus() / "val.bin").string();
   test::write_text(dir / "f.yaml",
                    test::tiny_experiment("matrix: {data.val: [short.bin, " + val + "]}\nlauncher: {threads: 1}\n", 2));
