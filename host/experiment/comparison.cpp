@@ -37,6 +37,26 @@ AxisValues group_axes(const PlannedCell& cell) {
   return axes;
 }
 
+// A group's label names what differs between the groups that finished a cell, as the charts do; a group
+// with none finished is named by what differs among all groups, so that it stays told apart (a failed cell
+// on its own data would otherwise add its data path to every label).
+void label_groups(Comparison& c) {
+  std::vector<AxisValues> all, finished;
+  std::vector<int> finished_index(c.groups.size(), -1);
+  for (std::size_t g = 0; g < c.groups.size(); ++g) {
+    all.push_back(c.groups[g].axes);
+    const bool any_ok = std::any_of(c.groups[g].cells.begin(), c.groups[g].cells.end(),
+                                    [&](int cell) { return c.cells[static_cast<std::size_t>(cell)].ok; });
+    if (any_ok) {
+      finished_index[g] = static_cast<int>(finished.size());
+      finished.push_back(c.groups[g].axes);
+    }
+  }
+  const auto by_all = distinct_labels(all, "all cells"), by_finished = distinct_labels(finished, "all cells");
+  for (std::size_t g = 0; g < c.groups.size(); ++g)
+    c.groups[g].label = finished_index[g] >= 0 ? by_finished[static_cast<std::size_t>(finished_index[g])] : by_all[g];
+}
+
 void read_outcomes(const SweepPlan& plan, Comparison& c) {
   c.cells.resize(plan.cells.size());
   std::map<AxisValues, int> index;
@@ -58,10 +78,7 @@ void read_outcomes(const SweepPlan& plan, Comparison& c) {
     out.summary = nlohmann::json::parse(in, nullptr, false);
     out.ok = out.summary.is_object();
   }
-  std::vector<AxisValues> all;
-  for (const auto& g : c.groups) all.push_back(g.axes);
-  const auto labels = distinct_labels(all, "all cells");
-  for (std::size_t g = 0; g < c.groups.size(); ++g) c.groups[g].label = labels[g];
+  label_groups(c);
 }
 
 // Does every word of `spec` ("ring", "strategy=ring nodes=2") name one of the group's axis values?
