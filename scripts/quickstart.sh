@@ -25,5 +25,5 @@ force=()
 [ "${GRADSWEEP_FORCE:-0}" = 1 ] && force=(--force)
 ./build/gradsweep run experiments/quickstart.yaml --out "$out" "${force[@]}"
 echo
-echo "report: $out/report.md (plots in $out/plots/), every number: $out/results.csv"
+echo "report: $out/report.html (open it in a browser), $out/report.md (plots in $out/plots/), every number: $out/results.csv"
 echo "one cell: $out/cells/<id>/ (cell.yaml, command.txt, metrics.jsonl, summary.json, rank logs)"
