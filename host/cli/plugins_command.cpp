@@ -56,13 +56,14 @@ nlohmann::json options_json(const PluginRecord& p) {
 
 // What a strategy declares about itself (SDK 1.4); null for models and for strategies declaring nothing.
 nlohmann::json capabilities_json(const PluginRecord& p) {
-  const sdk::StrategyCapabilities* c = declared_capabilities(p);
-  if (c == nullptr) return nullptr;
+  const std::optional<sdk::StrategyCapabilities> c = declared_capabilities(p);
+  if (!c) return nullptr;
   return {{"min_ranks", c->min_ranks},
           {"max_ranks", c->max_ranks},
           {"synchronous_exact", c->synchronous_exact},
           {"ranks_agree", c->ranks_agree},
           {"restricts_vocabulary", c->restricts_vocabulary},
+          {"reshards", c->reshards},
           {"requires", sdk::feature_names(c->required_features)}};
 }
 
@@ -98,10 +99,11 @@ void print_details(const PluginRecord& p) {
   const sdk::PluginDescriptor& d = *p.descriptor;
   std::cout << sdk::to_string(p.kind) << " " << p.name << " " << p.version << " (SDK ABI " << abi_of(d) << ")\n"
             << "  " << p.summary << "\n  file:  " << p.path.string() << "\n  build: " << describe(d.build) << "\n";
-  if (const sdk::StrategyCapabilities* c = declared_capabilities(p)) {
+  if (const std::optional<sdk::StrategyCapabilities> c = declared_capabilities(p)) {
     std::cout << "  ranks: " << c->min_ranks << " to " << (c->max_ranks == 0 ? "any" : std::to_string(c->max_ranks))
               << (c->synchronous_exact ? "; reproduces single" : "") << (c->ranks_agree ? "; ranks agree" : "")
               << (c->restricts_vocabulary ? "; restricts the vocabulary" : "")
+              << (c->reshards ? "; resumes at another world size" : "")
               << (c->required_features != 0 ? "; needs " + sdk::feature_names(c->required_features) : "") << "\n";
   }
   const char* section = p.kind == sdk::PluginKind::Model ? "model" : "strategy";

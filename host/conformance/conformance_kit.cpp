@@ -5,6 +5,7 @@
 #include "conformance/kit_plan.hpp"
 #include "conformance/option_property.hpp"
 #include "conformance/repeat_properties.hpp"
+#include "conformance/sgd_properties.hpp"
 #include "conformance/training_properties.hpp"
 #include "config/cell_config.hpp"
 #include "experiment/launcher_local.hpp"
@@ -71,7 +72,8 @@ std::map<int, JobRun> train_each_rank_count(const KitContext& ctx, const KitRequ
   return runs;
 }
 
-void run_properties(const KitContext& ctx, const KitRequest& request, KitReport& report) {
+void run_properties(const KitContext& ctx, const KitRequest& request, const std::vector<RankPlan>& reshard_plans,
+                    KitReport& report) {
   const JobRun reference =
       ctx.run({"reference", 1, {"strategy.name=" + ctx.ws.reference}}, "'" + ctx.ws.reference + "' on 1 rank");
   if (!reference.ok())
@@ -92,6 +94,8 @@ void run_properties(const KitContext& ctx, const KitRequest& request, KitReport&
       for (const char* property : {"resume", "deterministic"})
         report.findings.push_back({property, widest.ranks, Verdict::Fail, "", "training failed: " + widest.failure()});
     }
+    const auto sgd = sgd_findings(ctx, reshard_plans, runnable.back());
+    report.findings.insert(report.findings.end(), sgd.begin(), sgd.end());
   }
   // One job: what is checked is the strategy's handling of an error, the same at any rank count > 1.
   if (!runnable.empty() && runnable.back() > 1)
@@ -125,8 +129,11 @@ KitReport check_strategy(const KitRequest& request, std::ostream& progress) {
     std::sort(ranks.begin(), ranks.end());
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
     ctx.plans = plan_ranks(ctx, registry, ranks);
+    std::vector<int> reshard_ranks{kReshardFrom};
+    reshard_ranks.insert(reshard_ranks.end(), std::begin(kReshardTo), std::end(kReshardTo));
+    const std::vector<RankPlan> reshard_plans = plan_ranks(ctx, registry, reshard_ranks);
     progress << "checking strategy '" << request.strategy << "' in " << dir.string() << std::endl;
-    run_properties(ctx, request, report);
+    run_properties(ctx, request, reshard_plans, report);
   } catch (...) {
     if (request.keep.empty()) fs::remove_all(dir);
     throw;

@@ -65,6 +65,7 @@ Job::Job(const Workspace& ws, JobSpec spec) : spec_(std::move(spec)) {
   if (!spec_.again) fs::remove_all(dir_);
   fs::remove(log_);
   fs::create_directories(dir_.parent_path());
+  if (!spec_.copy_of.empty()) fs::copy(ws.dir / "jobs" / spec_.copy_of, dir_, fs::copy_options::recursive);
   std::vector<std::string> argv{boost::dll::program_location().string(), "train", ws.cell.string(), "--out",
                                 dir_.string()};
   for (const auto& o : spec_.overrides) argv.insert(argv.end(), {"--set", o});

@@ -20,7 +20,8 @@ struct JobSpec {
   std::vector<std::string> flags{};    // more arguments of `gradsweep train` (--stop-after N)
   std::vector<std::string> env{};      // VAR=VALUE for every rank
   double deadline_seconds = 300;
-  bool again = false;  // into the directory a job with this label left (resuming its checkpoint)
+  bool again = false;     // into the directory a job with this label left (resuming its checkpoint)
+  std::string copy_of{};  // starts from a copy of the directory the job with this label left
 };
 
 struct JobRun {

@@ -6,10 +6,11 @@
 
 namespace gradsweep::conformance {
 namespace fs = std::filesystem;
-namespace {
+namespace {}  // namespace
 
-Finding exactness(const JobRun& run, const JobRun& reference, const std::string& reference_name) {
-  Finding f{"exact", run.ranks};
+Finding exactness(const std::string& property, const JobRun& run, const JobRun& reference,
+                  const std::string& reference_name) {
+  Finding f{property, run.ranks};
   if (run.losses.size() != reference.losses.size() || !run.val_loss || !reference.val_loss) {
     f.verdict = Verdict::Fail;
     f.reason = std::to_string(run.losses.size()) + " steps recorded against the reference's " +
@@ -33,6 +34,8 @@ Finding exactness(const JobRun& run, const JobRun& reference, const std::string&
                " relative, val " + short_number(kValTolerance) + ")";
   return f;
 }
+
+namespace {
 
 Finding loss_falls(const JobRun& run) {
   Finding f{"loss falls", run.ranks};
@@ -94,7 +97,8 @@ std::vector<Finding> training_findings(const KitContext& ctx, const RankPlan& pl
     return {failed};
   }
   std::vector<Finding> out;
-  out.push_back(plan.capabilities.synchronous_exact ? exactness(run, reference, ctx.ws.reference) : loss_falls(run));
+  out.push_back(plan.capabilities.synchronous_exact ? exactness("exact", run, reference, ctx.ws.reference)
+                                                    : loss_falls(run));
   if (run.ranks > 1) {
     if (plan.capabilities.ranks_agree)
       out.push_back(ranks_agree(run, ctx.ws.steps));

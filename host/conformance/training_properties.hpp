@@ -18,6 +18,10 @@ namespace gradsweep::conformance {
 inline constexpr double kLossTolerance = 1e-5;
 inline constexpr double kValTolerance = 1e-4;
 
+// `run`'s losses against `reference`'s within the tolerances above, as finding `property`.
+Finding exactness(const std::string& property, const JobRun& run, const JobRun& reference,
+                  const std::string& reference_name);
+
 std::vector<Finding> training_findings(const KitContext& ctx, const RankPlan& plan, const JobRun& run,
                                        const JobRun& reference);
 

@@ -1,6 +1,8 @@
 #include "plugins/plugin_declarations.hpp"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 
 namespace gradsweep::host {
 namespace {
@@ -56,12 +58,17 @@ OptionChoices option_choices(const PluginRecord& record) {
   return choices;
 }
 
-const sdk::StrategyCapabilities* declared_capabilities(const PluginRecord& record) {
+std::optional<sdk::StrategyCapabilities> declared_capabilities(const PluginRecord& record) {
   const sdk::PluginDescriptor& d = *record.descriptor;
-  if (!GRADSWEEP_DESCRIPTOR_HAS(d, capabilities) || d.capabilities == nullptr) return nullptr;
+  if (!GRADSWEEP_DESCRIPTOR_HAS(d, capabilities) || d.capabilities == nullptr) return std::nullopt;
   // Every field of 1.4's StrategyCapabilities, the first version: later ones only append.
   constexpr std::size_t kFirstSize = offsetof(sdk::StrategyCapabilities, devices) + sizeof(sdk::DeviceKinds);
-  return d.capabilities->struct_size >= kFirstSize ? d.capabilities : nullptr;
+  const std::uint32_t size = d.capabilities->struct_size;
+  if (size < kFirstSize) return std::nullopt;
+  sdk::StrategyCapabilities caps;
+  std::memcpy(&caps, d.capabilities, std::min<std::size_t>(size, sizeof caps));
+  caps.struct_size = sizeof caps;
+  return caps;
 }
 
 bool asks_for_vocabulary(const PluginRecord& record, const PlanVerdict& verdict) {
@@ -72,12 +79,12 @@ bool asks_for_vocabulary(const PluginRecord& record, const PlanVerdict& verdict)
 PlanVerdict check_strategy_plan(const PluginRecord& record, const sdk::PlanFacts& facts) {
   PlanVerdict verdict;
   verdict.computing_ranks = facts.world_size;
-  const sdk::StrategyCapabilities* declared = declared_capabilities(record);
-  if (declared != nullptr) verdict.capabilities = *declared;
+  const std::optional<sdk::StrategyCapabilities> declared = declared_capabilities(record);
+  verdict.capabilities = declared;
   const sdk::PluginDescriptor& d = *record.descriptor;
   if (GRADSWEEP_DESCRIPTOR_HAS(d, check_plan) && d.check_plan != nullptr) {
     sdk::PlanAnswer answer;
-    if (declared != nullptr) answer.capabilities = *declared;
+    if (declared) answer.capabilities = *declared;
     const sdk::Status status = d.check_plan(&facts, &answer);
     if (!status.ok || !answer.refusal.empty())
       return {status.ok ? answer.refusal : status.message, answer.about, verdict.computing_ranks, verdict.capabilities};
@@ -86,7 +93,7 @@ PlanVerdict check_strategy_plan(const PluginRecord& record, const sdk::PlanFacts
                   " ranks compute, but the job has " + std::to_string(facts.world_size) + " (a bug in the plugin)",
               "", verdict.computing_ranks, verdict.capabilities};
     if (answer.computing_ranks > 0) verdict.computing_ranks = answer.computing_ranks;
-    if (declared != nullptr) verdict.capabilities = answer.capabilities;
+    if (declared) verdict.capabilities = answer.capabilities;
   }
   if (verdict.capabilities) {
     PlanVerdict refused = check_declared(record, *verdict.capabilities, facts);

@@ -18,8 +18,9 @@ std::vector<sdk::OptionSpec> option_specs(const PluginRecord& record);
 // Parallel to option_specs; "" where a key has no declared choices (every key of an older plugin).
 OptionChoices option_choices(const PluginRecord& record);
 
-// nullptr when the plugin declares none.
-const sdk::StrategyCapabilities* declared_capabilities(const PluginRecord& record);
+// Empty when the plugin declares none. Fields past the plugin's struct_size (appended by a later SDK)
+// keep their defaults: only the bytes the plugin wrote are read.
+std::optional<sdk::StrategyCapabilities> declared_capabilities(const PluginRecord& record);
 
 struct PlanVerdict {
   std::string refusal;  // empty: the cell can run

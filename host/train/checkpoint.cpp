@@ -1,22 +1,16 @@
 #include "train/checkpoint.hpp"
 
+#include "plugins/plugin_declarations.hpp"
+#include "train/checkpoint_files.hpp"
+#include "train/checkpoint_steps.hpp"
 #include "util/atomic_file.hpp"
 
-#include <fcntl.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
-
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
@@ -26,40 +20,6 @@ namespace gradsweep::host {
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path rank_dir(const fs::path& dir, int rank) { return dir / ("rank-" + std::to_string(rank)); }
-fs::path step_dir(const fs::path& dir, int rank, std::int64_t step) {
-  return rank_dir(dir, rank) / ("step-" + std::to_string(step));
-}
-
-// The steps this rank holds a complete checkpoint of (state.json is written last), newest first.
-std::vector<std::int64_t> saved_steps(const fs::path& dir, int rank) {
-  std::vector<std::int64_t> steps;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(rank_dir(dir, rank), ec)) {
-    const std::string name = entry.path().filename().string();
-    // step-<N> only: a step-<N>.staging left by a kill mid-save is not a checkpoint.
-    if (name.rfind("step-", 0) != 0 || name.find('.') != std::string::npos || !fs::exists(entry.path() / "state.json"))
-      continue;
-    try {
-      steps.push_back(std::stoll(name.substr(5)));
-    } catch (const std::exception&) {  // a stray name: not ours
-    }
-  }
-  std::sort(steps.rbegin(), steps.rend());
-  return steps;
-}
-
-// One value per rank, gathered on every rank (checkpoint bookkeeping only: not counted as traffic).
-std::vector<std::int64_t> gather_from_ranks(HostCommunicator& comm, std::int64_t value) {
-  torch::Tensor all = torch::zeros({comm.size()}, torch::kLong);
-  all[comm.rank()] = value;
-  if (comm.size() > 1) {
-    sdk::check(comm.allreduce(all, sdk::ReduceOp::Sum));
-    comm.take_stats();
-  }
-  return {all.data_ptr<std::int64_t>(), all.data_ptr<std::int64_t>() + all.numel()};
-}
 
 torch::Tensor cpu_rng_state() {
   auto gen = at::detail::getDefaultCPUGenerator();
@@ -73,64 +33,15 @@ void set_cpu_rng_state(const torch::Tensor& state) {
   gen.set_state(state);
 }
 
-// A write that failed, with its errno: the caller turns it into one message naming the checkpoint.
-struct WriteFailure : std::runtime_error {
-  int error;
-  WriteFailure(const fs::path& file, int e)
-      : std::runtime_error(file.filename().string() + ": " + std::strerror(e)), error(e) {}
-};
-
-// Writes all of [data, data + size) to `fd`; returns 0 or the errno of the failure.
-int write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n < 0 ? errno : ENOSPC;
-    data += n;
-    size -= static_cast<std::size_t>(n);
+// Rank 0's `values` on every rank (checkpoint bookkeeping only: not counted as traffic).
+std::vector<std::int64_t> from_rank_zero(HostCommunicator& comm, std::vector<std::int64_t> values) {
+  torch::Tensor all = torch::tensor(values, torch::kLong);
+  if (comm.size() > 1) {
+    if (comm.rank() != 0) all.zero_();
+    sdk::check(comm.allreduce(all, sdk::ReduceOp::Sum));
+    comm.take_stats();
   }
-  return 0;
-}
-
-// Creates `file`, lets `fill` write into it (returning 0 or an errno), fsyncs and closes it; throws
-// WriteFailure with the first error.
-template <typename Fill>
-void write_file(const fs::path& file, Fill&& fill) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw WriteFailure(file, errno);
-  int failure = fill(fd);
-  if (failure == 0 && ::fsync(fd) != 0) failure = errno;
-  if (::close(fd) != 0 && failure == 0) failure = errno;
-  if (failure != 0) throw WriteFailure(file, failure);
-}
-
-// LibTorch's own file writer cannot be used on a full disk: it throws again from PyTorchStreamWriter's
-// destructor, which terminates the process. The writer it is given here always reports success and
-// remembers the first failure instead.
-void write_archive(torch::serialize::OutputArchive& archive, const fs::path& file) {
-  write_file(file, [&](int fd) {
-    int failure = 0;
-    archive.save_to([&](const void* data, std::size_t size) -> std::size_t {
-      if (failure == 0) failure = write_all(fd, static_cast<const char*>(data), size);
-      return size;
-    });
-    return failure;
-  });
-}
-
-void write_text(const fs::path& file, const std::string& text) {
-  write_file(file, [&](int fd) { return write_all(fd, text.data(), text.size()); });
-}
-
-// "the disk has 1.2 MB free of 3.0 MB", of the filesystem holding `dir`; "" when it cannot be told.
-std::string free_space(const fs::path& dir) {
-  struct statvfs fs_info {};
-  if (::statvfs(dir.c_str(), &fs_info) != 0) return "";
-  char text[96];
-  std::snprintf(text, sizeof text, "the disk has %.1f MB free of %.1f MB",
-                static_cast<double>(fs_info.f_bavail) * fs_info.f_frsize / 1e6,
-                static_cast<double>(fs_info.f_blocks) * fs_info.f_frsize / 1e6);
-  return text;
+  return {all.data_ptr<std::int64_t>(), all.data_ptr<std::int64_t>() + all.numel()};
 }
 
 // SDK 1.4 strategies may keep parameters sharded at rest (fsdp): they make them whole while the host
@@ -143,7 +54,7 @@ void hold_parameters(StrategyInstance& strategy, bool hold) {
 }
 
 // The checkpoint's files, written into `staged`.
-void write_checkpoint_files(const fs::path& staged, std::int64_t next_step, ModelInstance& model,
+void write_checkpoint_files(const fs::path& staged, const CheckpointStep& step, ModelInstance& model,
                             StrategyInstance& strategy) {
   std::vector<sdk::Parameter> params;
   std::vector<sdk::NamedTensor> buffers;
@@ -161,20 +72,127 @@ void write_checkpoint_files(const fs::path& staged, std::int64_t next_step, Mode
   strategy.call(strategy->save_state(strategy_archive), "save_state");
   write_archive(strategy_archive, staged / "strategy.pt");
   // Written last: its presence marks the checkpoint complete (saved_steps).
-  write_text(staged / "state.json", nlohmann::json{{"next_step", next_step}}.dump());
+  write_step(staged, step);
+}
+
+// The old ranks' strategy.pt files, opened when the strategy asks for them.
+class SavedRankStates final : public sdk::SavedStates {
+ public:
+  SavedRankStates(fs::path dir, const CheckpointStep& step) : dir_(std::move(dir)), step_(step) {}
+  int world_size() const noexcept override { return step_.world_size; }
+  sdk::Status open(int rank, torch::serialize::InputArchive** out) noexcept override {
+    return sdk::guard([&] {
+      if (rank < 0 || rank >= step_.world_size)
+        throw sdk::Error("no old rank " + std::to_string(rank) + ": the checkpoint was written by " +
+                         std::to_string(step_.world_size) + " ranks");
+      auto& archive = archives_[rank];
+      if (!archive) {
+        auto fresh = std::make_unique<torch::serialize::InputArchive>();
+        read_archive(*fresh, step_dir(dir_, rank, step_.step) / "strategy.pt");
+        archive = std::move(fresh);
+      }
+      *out = archive.get();
+    });
+  }
+
+ private:
+  fs::path dir_;
+  CheckpointStep step_;
+  std::map<int, std::unique_ptr<torch::serialize::InputArchive>> archives_;
+};
+
+// Why this job cannot take over `found`; "" when it can.
+std::string misfit(const fs::path& dir, const CheckpointStep& found, const HostCommunicator& comm,
+                   const StrategyInstance& strategy) {
+  const std::string what = "checkpoint " + dir.string() + " (step " + std::to_string(found.step) + ")";
+  const std::string& name = strategy.record().name;
+  if (!found.strategy.empty() && found.strategy != name)
+    return what + " was written by strategy '" + found.strategy + "', but this job runs '" + name +
+           "'; delete the directory or resume it with '" + found.strategy + "'";
+  if (found.world_size == comm.size()) return "";
+  const auto caps = declared_capabilities(strategy.record());
+  if (!caps || !caps->reshards || strategy.record().descriptor->abi_minor < 7)
+    return what + " was written by " + std::to_string(found.world_size) + " ranks, but this job has " +
+           std::to_string(comm.size()) + " and strategy '" + name +
+           "' cannot resume at another world size (it does not declare `reshards`); run it on " +
+           std::to_string(found.world_size) + " ranks or delete the directory";
+  return "";
+}
+
+// Restores parameters, buffers and the random generator from `source` (model.pt of old rank 0 when
+// resharding) and `rng_source`.
+void restore_model(const fs::path& source, const fs::path& rng_source, ModelInstance& model,
+                   StrategyInstance& strategy) {
+  std::vector<sdk::Parameter> params;
+  std::vector<sdk::NamedTensor> buffers;
+  model.call(model->parameters(&params), "parameters");
+  model.call(model->buffers(&buffers), "buffers");
+  torch::serialize::InputArchive model_archive;
+  read_archive(model_archive, source / "model.pt");
+  // Every shape first: a checkpoint of another model must change nothing.
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> restores;
+  auto take = [&](const std::string& key, const torch::Tensor& into) {
+    torch::Tensor saved;
+    if (!model_archive.try_read(key, saved))
+      throw std::runtime_error(source.string() + ": checkpoint has no '" + key +
+                               "': it was written by a different model configuration");
+    if (saved.sizes() != into.sizes())
+      throw std::runtime_error(source.string() + ": '" + key + "' has shape " + c10::str(saved.sizes()) +
+                               " in the checkpoint but " + c10::str(into.sizes()) + " in the model");
+    restores.emplace_back(into, saved);
+  };
+  for (const auto& p : params) take("param/" + p.name, p.tensor);
+  const std::size_t param_count = restores.size();
+  for (const auto& b : buffers) take("buffer/" + b.name, b.tensor);
+  torch::serialize::InputArchive rng_archive;
+  if (rng_source != source) read_archive(rng_archive, rng_source / "model.pt");
+  torch::Tensor rng;
+  (rng_source != source ? rng_archive : model_archive).read("rng/cpu", rng);
+
+  torch::NoGradGuard no_grad;
+  hold_parameters(strategy, true);
+  for (std::size_t i = 0; i < param_count; ++i) restores[i].first.copy_(restores[i].second);
+  hold_parameters(strategy, false);
+  for (std::size_t i = param_count; i < restores.size(); ++i) restores[i].first.copy_(restores[i].second);
+  set_cpu_rng_state(rng);
+}
+
+// Rank 0 finds the step; every rank learns it, or that rank 0 failed (its error is its own to report).
+std::optional<CheckpointStep> agree_on_step(const fs::path& dir, HostCommunicator& comm) {
+  std::optional<CheckpointStep> found;
+  std::string failure;
+  if (comm.rank() == 0) try {
+      found = newest_resumable(dir, comm.size());
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  const auto agreed = from_rank_zero(
+      comm, {failure.empty() ? 0 : 1, found ? 1 : 0, found ? found->step : 0, found ? found->world_size : 0});
+  if (!failure.empty()) throw std::runtime_error(failure);
+  if (agreed[0] != 0) throw std::runtime_error(dir.string() + ": rank 0 could not choose a checkpoint (see its log)");
+  if (agreed[1] == 0) return std::nullopt;
+  if (comm.rank() == 0) return found;
+  // Every rank reads the step's state itself: a directory it cannot see is an error here, not later.
+  auto mine = read_step(dir, 0, agreed[2], comm.size());
+  if (!mine || mine->world_size != agreed[3])
+    throw std::runtime_error("rank " + std::to_string(comm.rank()) + " cannot see checkpoint " +
+                             step_dir(dir, 0, agreed[2]).string() +
+                             " that rank 0 resumes from: the checkpoint directory must be shared by all ranks");
+  return mine;
 }
 
 }  // namespace
 
-void save_checkpoint(const fs::path& dir, int rank, std::int64_t next_step, ModelInstance& model,
+void save_checkpoint(const fs::path& dir, HostCommunicator& comm, std::int64_t next_step, ModelInstance& model,
                      StrategyInstance& strategy) {
+  const int rank = comm.rank();
   const fs::path target = step_dir(dir, rank, next_step);
   const fs::path staged = target.string() + ".staging";
   const std::string what = "checkpoint " + target.filename().string() + " in " + rank_dir(dir, rank).string();
   try {
     fs::remove_all(staged);
     fs::create_directories(staged);
-    write_checkpoint_files(staged, next_step, model, strategy);
+    write_checkpoint_files(staged, {next_step, comm.size(), strategy.record().name}, model, strategy);
     util::replace_directory(staged, target);
   } catch (const std::exception& e) {
     // A full disk is the usual cause: free what the half-written checkpoint holds and say so plainly.
@@ -193,56 +211,29 @@ void save_checkpoint(const fs::path& dir, int rank, std::int64_t next_step, Mode
   // Keep this one and the one before: another rank may not have finished saving this step.
   const auto steps = saved_steps(dir, rank);
   for (std::size_t i = 2; i < steps.size(); ++i) fs::remove_all(step_dir(dir, rank, steps[i]));
+  // Once every rank has this step, a larger world's leftover rank directories are no longer needed.
+  from_rank_zero(comm, {0});
+  if (rank == 0) remove_stale_ranks(dir, comm.size());
 }
 
-std::optional<std::int64_t> load_checkpoint(const fs::path& dir, HostCommunicator& comm, ModelInstance& model,
-                                            StrategyInstance& strategy) {
+std::optional<Resumed> load_checkpoint(const fs::path& dir, HostCommunicator& comm, ModelInstance& model,
+                                       StrategyInstance& strategy) {
+  const std::optional<CheckpointStep> found = agree_on_step(dir, comm);
+  if (!found) return std::nullopt;
+  if (const std::string why = misfit(dir, *found, comm, strategy); !why.empty()) throw std::runtime_error(why);
   const int rank = comm.rank();
-  const auto mine = saved_steps(dir, rank);
-  // The newest step every rank holds is the smallest of the ranks' newest (-1: none).
-  const auto newest = gather_from_ranks(comm, mine.empty() ? -1 : mine.front());
-  const std::int64_t step = *std::min_element(newest.begin(), newest.end());
-  if (step < 0) return std::nullopt;
-  const auto holds = gather_from_ranks(comm, std::find(mine.begin(), mine.end(), step) != mine.end() ? 1 : 0);
-  if (std::find(holds.begin(), holds.end(), 0) != holds.end()) {
-    std::string steps;
-    for (std::size_t r = 0; r < newest.size(); ++r) steps += (r ? ", " : "") + std::to_string(newest[r]);
-    throw std::runtime_error(dir.string() + ": the ranks' checkpoints have no step in common (newest per rank: " +
-                             steps + "); delete the directory to start the cell again");
+  if (found->world_size == comm.size()) {
+    const fs::path source = step_dir(dir, rank, found->step);
+    restore_model(source, source, model, strategy);
+    torch::serialize::InputArchive strategy_archive;
+    read_archive(strategy_archive, source / "strategy.pt");
+    strategy.call(strategy->load_state(strategy_archive), "load_state");
+  } else {
+    restore_model(step_dir(dir, 0, found->step), step_dir(dir, rank % found->world_size, found->step), model, strategy);
+    SavedRankStates saved(dir, *found);
+    strategy.call(strategy->load_resharded(saved), "load_resharded");
   }
-  const fs::path source = step_dir(dir, rank, step);
-  nlohmann::json state;
-  std::ifstream(source / "state.json") >> state;
-
-  std::vector<sdk::Parameter> params;
-  std::vector<sdk::NamedTensor> buffers;
-  model.call(model->parameters(&params), "parameters");
-  model.call(model->buffers(&buffers), "buffers");
-  torch::serialize::InputArchive model_archive;
-  model_archive.load_from((source / "model.pt").string());
-  torch::NoGradGuard no_grad;
-  auto restore = [&](const std::string& key, const torch::Tensor& into) {
-    torch::Tensor saved;
-    if (!model_archive.try_read(key, saved))
-      throw std::runtime_error(source.string() + ": checkpoint has no '" + key +
-                               "': it was written by a different model configuration");
-    if (saved.sizes() != into.sizes())
-      throw std::runtime_error(source.string() + ": '" + key + "' has shape " + c10::str(saved.sizes()) +
-                               " in the checkpoint but " + c10::str(into.sizes()) + " in the model");
-    into.copy_(saved);
-  };
-  hold_parameters(strategy, true);
-  for (const auto& p : params) restore("param/" + p.name, p.tensor);
-  hold_parameters(strategy, false);
-  for (const auto& b : buffers) restore("buffer/" + b.name, b.tensor);
-  torch::Tensor rng;
-  model_archive.read("rng/cpu", rng);
-  set_cpu_rng_state(rng);
-
-  torch::serialize::InputArchive strategy_archive;
-  strategy_archive.load_from((source / "strategy.pt").string());
-  strategy.call(strategy->load_state(strategy_archive), "load_state");
-  return state.at("next_step").get<std::int64_t>();
+  return Resumed{found->step, found->world_size};
 }
 
 }  // namespace gradsweep::host

@@ -251,6 +251,7 @@ class CellTraining {
   const fs::path peak_cache_;
   PeakFlops peak_;
   const fs::path checkpoint_dir_;
+  std::optional<Resumed> resumed_;  // set by set_up_and_resume
   const std::int64_t start_step_;
   MetricsLog log_;
   TensorBoardLog tensorboard_;
@@ -336,11 +337,15 @@ std::int64_t CellTraining::set_up_and_resume() {
   set_up_strategy();
   fs::create_directories(request_.out_dir);
   if (!request_.resume) return 0;
-  const std::optional<std::int64_t> step = load_checkpoint(checkpoint_dir_, comm_, model_, strategy_);
-  if (!step) return 0;
+  resumed_ = load_checkpoint(checkpoint_dir_, comm_, model_, strategy_);
+  if (!resumed_) return 0;
   if (unit_steps_) comm_.take_stats();
-  spdlog::info("resumed from {} at step {}", checkpoint_dir_.string(), *step);
-  return *step;
+  if (resumed_->world_size != comm_.size())
+    spdlog::info("resumed from {} at step {}, resharded from {} ranks to {}", checkpoint_dir_.string(), resumed_->step,
+                 resumed_->world_size, comm_.size());
+  else
+    spdlog::info("resumed from {} at step {}", checkpoint_dir_.string(), resumed_->step);
+  return resumed_->step;
 }
 
 nlohmann::json CellTraining::run() {
@@ -504,7 +509,7 @@ void CellTraining::log_step(const StepRecord& record, bool last) {
 void CellTraining::checkpoint_after(std::int64_t step, bool last) {
   if (!((config_.checkpoint_every > 0 && (step + 1) % config_.checkpoint_every == 0) || last)) return;
   const auto checkpoint_start = Clock::now();
-  save_checkpoint(checkpoint_dir_, comm_.rank(), step + 1, model_, strategy_);
+  save_checkpoint(checkpoint_dir_, comm_, step + 1, model_, strategy_);
   timeline_.span(Phase::Checkpoint, checkpoint_start);
   if (unit_steps_) comm_.take_stats();  // a sharding strategy's gathering for the checkpoint: not a step's traffic
 }
@@ -546,6 +551,9 @@ nlohmann::json CellTraining::write_summary() {
   summary["step_breakdown"] = timeline_.finish();
   summary["trace"] = timeline_.cost();
   if (kernel_profile_) summary["kernel_profile"] = kernel_profile_->to_json();
+  // A run that changed size is never silently compared with fixed-size runs: it says so.
+  if (resumed_ && resumed_->world_size != comm_.size())
+    summary["resharded"] = {{"at_step", resumed_->step}, {"from_world_size", resumed_->world_size}};
   check_mfu_against_peak(totals_.mfu, vocabulary_steps_, peak_, threads_, peak_cache_);
   if (comm_.rank() == 0) {
     util::write_file_atomically(request_.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");

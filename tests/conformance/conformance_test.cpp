@@ -42,7 +42,8 @@ nlohmann::json finding(const nlohmann::json& report, const std::string& property
 
 struct Strategy {
   const char* name;
-  const char* args;  // options that fit the kit's model
+  const char* args;      // options that fit the kit's model
+  bool reshards = true;  // declares it: `reshard` must pass at 2 and 4 ranks, not be skipped
 };
 
 class KitPasses : public ::testing::TestWithParam<Strategy> {};
@@ -59,22 +60,26 @@ TEST_P(KitPasses, EveryPropertyPassesOrIsSkippedByDeclaration) {
     passed += f["verdict"] == "PASS";
   }
   EXPECT_GE(passed, 3) << findings_text(c.report);
-  for (const char* property : {"resume", "deterministic", "bad options"}) {
+  for (const char* property : {"resume", "deterministic", "bad options", "exact (sgd)", "reshard"}) {
     bool seen = false;
     for (const auto& f : c.report["findings"]) seen = seen || f["property"] == property;
     EXPECT_TRUE(seen) << property << " missing: " << findings_text(c.report);
   }
+  if (GetParam().reshards) {
+    for (const int ranks : {2, 4})
+      EXPECT_EQ(finding(c.report, "reshard", ranks)["verdict"], "PASS") << ranks << findings_text(c.report);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, KitPasses,
-                         ::testing::Values(Strategy{"single", ""}, Strategy{"ps", ""}, Strategy{"ps-amp", ""},
+                         ::testing::Values(Strategy{"single", "", false}, Strategy{"ps", ""}, Strategy{"ps-amp", ""},
                                            Strategy{"dps", ""}, Strategy{"dps-amp", ""}, Strategy{"ring", ""},
                                            Strategy{"ring-amp", ""},
                                            // 1024 negatives by default: more than the byte vocabulary's 257.
                                            Strategy{"sampled", "--set strategy.negatives=64"}, Strategy{"zero2", ""},
                                            Strategy{"zero2-amp", ""}, Strategy{"fsdp", ""}, Strategy{"powersgd", ""},
                                            Strategy{"topk", ""}, Strategy{"diloco", ""},
-                                           Strategy{"periodic_average", ""}),
+                                           Strategy{"periodic_average", "", false}),
                          [](const auto& info) {
                            std::string name = info.param.name;
                            for (char& ch : name)
@@ -129,6 +134,34 @@ TEST(KitFails, ResumeDiffersWhenStateIsNotSaved) {
   EXPECT_EQ(finding(c.report, "deterministic", 2)["verdict"], "PASS") << findings_text(c.report);
   EXPECT_EQ(finding(c.report, "ranks agree", 2)["verdict"], "PASS") << findings_text(c.report);
   EXPECT_EQ(finding(c.report, "bad options", 0)["verdict"], "PASS") << findings_text(c.report);
+}
+
+TEST(KitFails, SummingInsteadOfAveragingShowsUnderSgd) {
+  const Check c = check("conformance_summing", "--ranks 1,2");
+  EXPECT_EQ(c.result.exit_code, 1) << c.result.output;
+  ASSERT_TRUE(c.report.is_object()) << c.result.output;
+  // Whatever AdamW with clipping made of it, plain SGD shows the gradient twice too large.
+  const nlohmann::json sgd = finding(c.report, "exact (sgd)", 2);
+  EXPECT_EQ(sgd["verdict"], "FAIL") << findings_text(c.report);
+  EXPECT_NE(sgd["reason"].get<std::string>().find("declared exact, but its loss differs from 'single'"),
+            std::string::npos)
+      << sgd.dump();
+}
+
+TEST(KitFails, ReshardFailsWhenTheOptimizersStateIsForgotten) {
+  const Check c = check("conformance_careless_reshard", "--ranks 1,2");
+  EXPECT_EQ(c.result.exit_code, 1) << c.result.output;
+  ASSERT_TRUE(c.report.is_object()) << c.result.output;
+  for (const int ranks : {2, 4}) {
+    const nlohmann::json f = finding(c.report, "reshard", ranks);
+    EXPECT_EQ(f["verdict"], "FAIL") << ranks << findings_text(c.report);
+    EXPECT_NE(f["reason"].get<std::string>().find("resumed at " + std::to_string(ranks) + " ranks from 3"),
+              std::string::npos)
+        << f.dump();
+  }
+  // What it keeps right still passes: the same world size resumes its whole optimizer.
+  EXPECT_EQ(finding(c.report, "resume", 2)["verdict"], "PASS") << findings_text(c.report);
+  EXPECT_EQ(finding(c.report, "exact (sgd)", 2)["verdict"], "PASS") << findings_text(c.report);
 }
 
 TEST(KitFails, HangsWhenAnotherRankFails) {

@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstring>
+
 #include <fstream>
 
 namespace gradsweep {
@@ -35,8 +38,8 @@ TEST(DeclaredCapabilities, InTreeStrategiesDeclareThemAndTheirChoices) {
   PluginRegistry registry;
   registry.scan({test::plugin_dir()});
   const host::PluginRecord& ring = registry.find(PluginKind::Strategy, "ring");
-  const sdk::StrategyCapabilities* caps = host::declared_capabilities(ring);
-  ASSERT_NE(caps, nullptr);
+  const std::optional<sdk::StrategyCapabilities> caps = host::declared_capabilities(ring);
+  ASSERT_TRUE(caps);
   EXPECT_TRUE(caps->synchronous_exact);
   EXPECT_TRUE(caps->ranks_agree);
   EXPECT_FALSE(caps->restricts_vocabulary);
@@ -49,7 +52,27 @@ TEST(DeclaredCapabilities, InTreeStrategiesDeclareThemAndTheirChoices) {
   EXPECT_FALSE(host::declared_capabilities(registry.find(PluginKind::Strategy, "ring-amp"))->synchronous_exact);
   EXPECT_TRUE(host::declared_capabilities(registry.find(PluginKind::Strategy, "sampled"))->restricts_vocabulary);
   for (const char* name : {"single", "ring", "ring-amp", "dps", "dps-amp", "ps", "ps-amp", "sampled"})
-    EXPECT_NE(host::declared_capabilities(registry.find(PluginKind::Strategy, name)), nullptr) << name;
+    EXPECT_TRUE(host::declared_capabilities(registry.find(PluginKind::Strategy, name))) << name;
+}
+
+TEST(DeclaredCapabilities, AnOlderCapabilitiesStructIsReadOnlyAsFarAsItsSize) {
+  PluginRegistry registry;
+  registry.scan({test::plugin_dir()});
+  sdk::PluginDescriptor descriptor = *registry.find(PluginKind::Strategy, "ring").descriptor;
+  // 1.4's struct ends at `devices`; what follows it in the plugin's memory is not the plugin's to say.
+  constexpr std::size_t kSize14 = offsetof(sdk::StrategyCapabilities, devices) + sizeof(sdk::DeviceKinds);
+  alignas(sdk::StrategyCapabilities) unsigned char memory[2 * sizeof(sdk::StrategyCapabilities)];
+  std::memset(memory, 0xff, sizeof memory);
+  sdk::StrategyCapabilities declared = sdk::StrategyCapabilities{}.ranks(2, 0).exact();
+  declared.struct_size = kSize14;
+  std::memcpy(memory, &declared, kSize14);
+  descriptor.capabilities = reinterpret_cast<const sdk::StrategyCapabilities*>(memory);
+  host::PluginRecord record{"old", PluginKind::Strategy, "1", "", "old.so", &descriptor};
+  const auto caps = host::declared_capabilities(record);
+  ASSERT_TRUE(caps);
+  EXPECT_EQ(caps->min_ranks, 2u);
+  EXPECT_TRUE(caps->synchronous_exact);
+  EXPECT_FALSE(caps->reshards);  // 1.7's field: its default, not the 0xff beyond the plugin's struct
 }
 
 TEST(DeclaredCapabilities, FieldsBeyondTheDescriptorsSizeAreNeverRead) {
@@ -62,12 +85,12 @@ TEST(DeclaredCapabilities, FieldsBeyondTheDescriptorsSizeAreNeverRead) {
   cut.option_choices = reinterpret_cast<const char* const*>(0x1);
   cut.check_plan = nullptr;
   host::PluginRecord record{"cut", PluginKind::Strategy, "1", "", "cut.so", &cut};
-  EXPECT_EQ(host::declared_capabilities(record), nullptr);
+  EXPECT_FALSE(host::declared_capabilities(record));
   for (const auto& c : host::option_choices(record)) EXPECT_EQ(c, "");
   // The same fields with an older minor: ignored too.
   cut.struct_size = sizeof(sdk::PluginDescriptor);
   cut.abi_minor = 3;
-  EXPECT_EQ(host::declared_capabilities(record), nullptr);
+  EXPECT_FALSE(host::declared_capabilities(record));
 }
 
 TEST(DeclaredCapabilities, SingleOnTwoRanksIsRefusedInItsOwnWords) {
@@ -122,7 +145,7 @@ TEST(DeclaredCapabilities, APluginBuiltAsSdk12DeclaresNothingAndKeepsTheOldBehav
   const host::PluginRecord& old = registry.find(PluginKind::Strategy, "counting_sdk_1_2");
   EXPECT_EQ(old.descriptor->abi_minor, 2u);
   EXPECT_LT(old.descriptor->struct_size, sizeof(sdk::PluginDescriptor));
-  EXPECT_EQ(host::declared_capabilities(old), nullptr);
+  EXPECT_FALSE(host::declared_capabilities(old));
   const sdk::Options none;
   const auto verdict = host::check_strategy_plan(old, facts_for(2, none, "mpi", ~0ull));
   EXPECT_EQ(verdict.refusal, "");

@@ -34,7 +34,9 @@ inline constexpr std::uint32_t kAbiMajor = 1;
 // 1.5: ModelAbi::export_weights and ExportedWeights (`gradsweep export`).
 // 1.6: ModelAbi::import_weights (`model.init_from`: a Hugging Face directory as the starting weights) and
 //      ModelAbi::logits.
-inline constexpr std::uint32_t kAbiMinor = 6;
+// 1.7: StrategyAbi::load_resharded and SavedStates; StrategyCapabilities::reshards (resuming a checkpoint
+//      at another world size).
+inline constexpr std::uint32_t kAbiMinor = 7;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 
 enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };

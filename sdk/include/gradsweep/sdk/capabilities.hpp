@@ -71,6 +71,8 @@ struct StrategyCapabilities {
   bool ranks_agree = false;            // parameters are identical on every rank after each step
   CommFeatures required_features = 0;  // needed whatever the options (option-dependent needs: check_plan)
   DeviceKinds devices = kAnyDevice;
+  // ---- ABI 1.7 ----
+  bool reshards = false;  // resumes from a checkpoint of another world size (Strategy::load_reshard)
 
   constexpr StrategyCapabilities ranks(std::uint32_t min, std::uint32_t max) const {
     StrategyCapabilities c = *this;
@@ -101,6 +103,11 @@ struct StrategyCapabilities {
   constexpr StrategyCapabilities on(DeviceKinds kinds) const {
     StrategyCapabilities c = *this;
     c.devices = kinds;
+    return c;
+  }
+  constexpr StrategyCapabilities resharding(bool value = true) const {
+    StrategyCapabilities c = *this;
+    c.reshards = value;
     return c;
   }
 };

@@ -110,6 +110,62 @@ inline std::vector<torch::Tensor> tensors_of(const std::vector<Parameter>& param
   return out;
 }
 
+// ---- Where an optimizer's state lies (for resharding: model_optimizer_state.hpp) ----
+// A strategy's optimizer updates tensors that are whole parameters (ring), or slices of them (a ZeRO
+// shard). Each is recorded as an OptimizerSlice: elements [offset, offset + numel) of one model
+// parameter, flattened; the map is saved beside LibTorch's own optimizer state.
+struct OptimizerSlice {
+  std::int64_t param = 0;   // model parameter index (StrategySetup::parameters)
+  std::int64_t offset = 0;  // first element within the flattened parameter
+  std::int64_t numel = 0;
+};
+
+// An optimizer and where each of its tensors lies, in the optimizer's own order (decay group, then the
+// rest: the order LibTorch saves them in).
+struct SlicedOptimizer {
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<OptimizerSlice> slices;
+
+  void save(torch::serialize::OutputArchive& archive) const {
+    optimizer->save(archive);
+    torch::Tensor map = torch::empty({static_cast<std::int64_t>(slices.size()), 3}, torch::kLong);
+    auto rows = map.accessor<std::int64_t, 2>();
+    for (std::size_t i = 0; i < slices.size(); ++i) {
+      rows[i][0] = slices[i].param;
+      rows[i][1] = slices[i].offset;
+      rows[i][2] = slices[i].numel;
+    }
+    archive.write("optimizer_slices", map);
+  }
+  void load(torch::serialize::InputArchive& archive) { optimizer->load(archive); }
+};
+
+// Builds the experiment's optimizer over `tensors`, which lie at `slices` of `parents` (the model's
+// parameters): weight decay for slices of matrices, as make_optimizer decides by the parent's shape.
+inline SlicedOptimizer make_sliced_optimizer(const OptimizerSpec& spec, const std::vector<torch::Tensor>& tensors,
+                                             const std::vector<OptimizerSlice>& slices,
+                                             const std::vector<torch::Tensor>& parents) {
+  std::vector<torch::Tensor> decay, no_decay;
+  SlicedOptimizer made;
+  std::vector<OptimizerSlice> rest;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const bool matrix = parents.at(static_cast<std::size_t>(slices.at(i).param)).dim() >= 2;
+    (matrix ? decay : no_decay).push_back(tensors[i]);
+    (matrix ? made.slices : rest).push_back(slices[i]);
+  }
+  made.slices.insert(made.slices.end(), rest.begin(), rest.end());
+  made.optimizer = make_optimizer(spec, decay, no_decay);
+  return made;
+}
+
+// Every parameter whole: what an optimizer over all of them (LocalOptimizer) records.
+inline std::vector<OptimizerSlice> whole_parameters(const std::vector<torch::Tensor>& params) {
+  std::vector<OptimizerSlice> slices;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    slices.push_back({static_cast<std::int64_t>(i), 0, params[i].numel()});
+  return slices;
+}
+
 // The optimizer of a strategy that updates every parameter on its own rank (single, allreduce-based
 // strategies, local SGD): build it over all parameters, zero gradients, clip by a norm, step, checkpoint.
 class LocalOptimizer {
@@ -117,28 +173,31 @@ class LocalOptimizer {
   void setup(const StrategySetup& setup) {
     params_ = tensors_of(setup.parameters);
     spec_ = setup.optimizer;
-    optimizer_ = make_optimizer(spec_, params_);
+    optimizer_ = make_sliced_optimizer(spec_, params_, whole_parameters(params_), params_);
   }
-  void zero_grad() { optimizer_->zero_grad(); }
+  void zero_grad() { optimizer_.optimizer->zero_grad(); }
   // Clips to the experiment's max norm given the global squared norm (by default this rank's), sets this
   // step's learning rate and applies the update.
   StepResult step(const StepContext& step) { return step_with_norm(step, local_grad_norm_squared(params_)); }
   StepResult step_with_norm(const StepContext& step, double global_norm_squared) {
     StepResult result;
     result.grad_norm = clip_to_norm(params_, global_norm_squared, spec_.grad_clip);
-    set_learning_rate(*optimizer_, step.lr);
-    optimizer_->step();
+    set_learning_rate(*optimizer_.optimizer, step.lr);
+    optimizer_.optimizer->step();
     return result;
   }
-  void save(torch::serialize::OutputArchive& archive) { optimizer_->save(archive); }
-  void load(torch::serialize::InputArchive& archive) { optimizer_->load(archive); }
+  void save(torch::serialize::OutputArchive& archive) { optimizer_.save(archive); }
+  void load(torch::serialize::InputArchive& archive) { optimizer_.load(archive); }
   const std::vector<torch::Tensor>& params() const { return params_; }
-  const torch::optim::Optimizer& optimizer() const { return *optimizer_; }
+  const OptimizerSpec& spec() const { return spec_; }
+  const torch::optim::Optimizer& optimizer() const { return *optimizer_.optimizer; }
+  // What ModelOptimizerState::restore fills when resharding.
+  SlicedOptimizer& sliced() { return optimizer_; }
 
  private:
   std::vector<torch::Tensor> params_;
   OptimizerSpec spec_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  SlicedOptimizer optimizer_;
 };
 
 }  // namespace gradsweep::sdk

@@ -12,7 +12,8 @@
 //   update                          apply the optimizer (locally, on a server, or on a shard)
 //
 // SDK 1.4 adds unit events inside forward and backward (see UnitEvent) and hold_parameters around the
-// host's own reads and writes of the parameters (checkpoints).
+// host's own reads and writes of the parameters (checkpoints). SDK 1.7 adds load_resharded: taking over
+// the state a job of another world size saved (docs/howto/resume-at-another-size.md).
 //
 // `ModelAbi` explains the Abi/author split used here too.
 #include <gradsweep/sdk/model.hpp>
@@ -118,6 +119,27 @@ struct OutputVocabulary {
   torch::Tensor log_q;  // (S,) float, or undefined
 };
 
+// ---- ABI 1.7: resharding ----
+// The strategy states that every rank of a job of another world size saved (one archive per old rank, as
+// each wrote it in save_state), for load_resharded. Archives are read when first opened and held by the
+// host until load_resharded returns.
+class SavedStates {
+ public:
+  virtual int world_size() const noexcept = 0;  // how many ranks saved
+  // Old rank `rank`'s archive; an error Status names the file that is missing or unreadable.
+  virtual Status open(int rank, torch::serialize::InputArchive** out) noexcept = 0;
+
+ protected:
+  ~SavedStates() = default;
+};
+
+// Plugin-side convenience: the archive of old rank `rank`, or an exception naming what failed.
+inline torch::serialize::InputArchive& saved_state(SavedStates& saved, int rank) {
+  torch::serialize::InputArchive* archive = nullptr;
+  check(saved.open(rank, &archive));
+  return *archive;
+}
+
 struct StepResult {
   bool applied = true;     // false when the update was skipped (e.g. fp16 overflow)
   double grad_norm = 0.0;  // global gradient norm before clipping, when known
@@ -145,6 +167,11 @@ class StrategyAbi {
   // true: the host is about to read or overwrite every parameter outside a forward pass (a checkpoint):
   // make them whole. false: it is done; the parameters' values (maybe restored) are the model's again.
   virtual Status hold_parameters(bool hold) noexcept = 0;
+  // ---- ABI 1.7 ----
+  // Instead of load_state, when the checkpoint was written by another number of ranks: set up this rank's
+  // state from `saved` (after setup, with the model's parameters already restored from old rank 0). Only
+  // called on a strategy whose capabilities say `reshards`.
+  virtual Status load_resharded(SavedStates& saved) noexcept = 0;
 
  protected:
   ~StrategyAbi() = default;
@@ -169,6 +196,10 @@ class Strategy : public StrategyAbi {
   virtual OutputVocabulary step_vocabulary(const StepBatch& /*batch*/) { return {}; }
   virtual void on_unit_event(const UnitEvent& /*event*/) {}
   virtual void on_hold_parameters(bool /*hold*/) {}
+  // A strategy that declares `reshards` overrides it; the host never calls it on the others.
+  virtual void load_reshard(SavedStates& /*saved*/) {
+    throw Error("this strategy cannot load a checkpoint of another world size");
+  }
 
   const PluginContext& context() const { return context_; }
 
@@ -211,6 +242,9 @@ class Strategy : public StrategyAbi {
   }
   Status hold_parameters(bool hold) noexcept final {
     return guard([&] { on_hold_parameters(hold); });
+  }
+  Status load_resharded(SavedStates& saved) noexcept final {
+    return guard([&] { load_reshard(saved); });
   }
 
   PluginContext context_;
