@@ -1,7 +1,8 @@
 // The compressors of `powersgd` and `topk`, in process and against references computed here: PowerSGD's
 // low-rank approximation, its warm start and error feedback, and ranks simulated by summing the
 // buffers of several instances by hand; DGC's top-k selection, accumulation, momentum correction and
-// masking, and the densified sum.
+// masking, and the densified sum. Both resume at another number of ranks with the mean of the old ranks'
+// error feedback (and Q from rank 0).
 #include "dgc_compressor.hpp"       // plugins/strategies/topk
 #include "powersgd_compressor.hpp"  // plugins/strategies/powersgd
 
@@ -9,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -42,6 +44,27 @@ torch::Tensor powersgd_step(PowerSgdCompressor& c, torch::Tensor flat) {
 void expect_close(const torch::Tensor& a, const torch::Tensor& b, double tolerance) {
   const double scale = std::max(1.0, b.abs().max().item<double>());
   EXPECT_LT((a - b).abs().max().item<double>(), tolerance * scale);
+}
+
+// What a compressor saved, read back as the host reads a checkpoint's strategy.pt.
+template <class Compressor>
+std::unique_ptr<torch::serialize::InputArchive> saved(const Compressor& compressor) {
+  torch::serialize::OutputArchive out;
+  compressor.save(out);
+  std::ostringstream bytes;
+  out.save_to(bytes);
+  auto in = std::make_unique<torch::serialize::InputArchive>();
+  std::istringstream read(bytes.str());
+  in->load_from(read);
+  return in;
+}
+
+// Pointers to `archives`, rank 0 first: what load_resharded takes.
+std::vector<torch::serialize::InputArchive*> pointers(
+    const std::vector<std::unique_ptr<torch::serialize::InputArchive>>& archives) {
+  std::vector<torch::serialize::InputArchive*> out;
+  for (const auto& a : archives) out.push_back(a.get());
+  return out;
 }
 
 TEST(PowerSgdCompressor, OrthogonaliseColumnsGivesOrthonormalColumnsAndKeepsAZeroColumnZero) {
@@ -158,6 +181,49 @@ TEST(PowerSgdCompressor, SavedStateContinuesBitForBit) {
   EXPECT_TRUE(torch::equal(powersgd_step(original, g2.reshape({-1}).clone()),
                            powersgd_step(restored, g2.reshape({-1}).clone())));
   EXPECT_TRUE(torch::equal(original.error(), restored.error()));
+}
+
+// Three old ranks, each with its own residual (and Q, by its own seed), resumed on a new rank: Q from rank 0,
+// the residual the mean of the three (so (1/N) * their sum, which the next mean adds back, is kept).
+TEST(PowerSgdCompressor, ReshardedStateTakesQFromRankZeroAndTheMeanOfTheResiduals) {
+  const torch::Tensor shape = random({20, 16}, 71), bias = random({16}, 72);
+  std::vector<PowerSgdCompressor> old;
+  std::vector<std::unique_ptr<torch::serialize::InputArchive>> archives;
+  torch::Tensor sum = torch::zeros({20 * 16}, torch::kDouble);
+  for (int r = 0; r < 3; ++r) {
+    PowerSgdCompressor c({shape, bias}, {1, 0, static_cast<std::uint64_t>(r)});
+    powersgd_step(c, flat_of({random({20, 16}, 73 + r), bias}));
+    sum += c.error().to(torch::kDouble);
+    archives.push_back(saved(c));
+    old.push_back(std::move(c));
+  }
+  PowerSgdCompressor resumed({shape, bias}, {1, 0, 99});
+  resumed.load_resharded(pointers(archives));
+  EXPECT_TRUE(resumed.started());
+  EXPECT_TRUE(torch::equal(resumed.q(), old[0].q()));
+  EXPECT_TRUE(torch::equal(resumed.error(), (sum / 3).to(torch::kFloat)));
+  EXPECT_FALSE(torch::allclose(resumed.error(), old[0].error()));
+}
+
+TEST(DgcCompressor, ReshardedStateIsTheMeanOfTheOldRanksVelocityAndAccumulation) {
+  const std::vector<torch::Tensor> params{torch::zeros({40}), torch::zeros({5, 8})};
+  torch::Tensor values = torch::zeros({4 + 4}), indices = torch::zeros({4 + 4}, torch::kInt);
+  std::vector<std::unique_ptr<torch::serialize::InputArchive>> archives;
+  torch::Tensor velocity = torch::zeros({80}, torch::kDouble), accumulation = torch::zeros({80}, torch::kDouble);
+  for (int r = 0; r < 3; ++r) {
+    DgcCompressor c(params, 10.0, 0.9);
+    for (int step = 0; step < 2; ++step) c.select(random({80}, 80 + 10 * r + step), values, indices);
+    velocity += c.velocity().to(torch::kDouble);
+    accumulation += c.accumulation().to(torch::kDouble);
+    archives.push_back(saved(c));
+  }
+  DgcCompressor resumed(params, 10.0, 0.9);
+  resumed.load_resharded(pointers(archives));
+  EXPECT_TRUE(torch::equal(resumed.velocity(), (velocity / 3).to(torch::kFloat)));
+  EXPECT_TRUE(torch::equal(resumed.accumulation(), (accumulation / 3).to(torch::kFloat)));
+  // A wrong size is refused as in load: the checkpoint is of another model.
+  DgcCompressor other({torch::zeros({81})}, 10.0, 0.9);
+  EXPECT_THROW(other.load_resharded(pointers(archives)), std::exception);
 }
 
 TEST(DgcCompressor, KeptIsTheCeilingOfThePercentageAndAtLeastOne) {

@@ -37,7 +37,8 @@ inline constexpr std::array<sdk::OptionDecl, 5> kDilocoOptions{{
 class DilocoStrategy final : public sdk::Strategy {
  public:
   // Between steps every rank holds the round's global parameters; the `algorithm` option's needs are checked per cell.
-  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.agreeing();
+  // Resumes at any world size (load_reshard).
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.agreeing().resharding();
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
     check_algorithm_plan(facts, answer, "diloco");
   }
@@ -50,6 +51,7 @@ class DilocoStrategy final : public sdk::Strategy {
   sdk::StepResult on_update(const sdk::StepContext& step) override;
   void save(torch::serialize::OutputArchive& archive) override;
   void load(torch::serialize::InputArchive& archive) override;
+  void load_reshard(sdk::SavedStates& saved) override;
 
  private:
   void outer_step();

@@ -2,10 +2,13 @@
 
 #include "strategy_variants.hpp"
 
+#include <gradsweep/sdk/model_optimizer_state.hpp>
+
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace gradsweep::strategies {
 
@@ -28,8 +31,10 @@ void DpsStrategy::on_setup(const sdk::StrategySetup& setup) {
   master_grad_ = torch::zeros({shard_}, options.dtype(torch::kFloat));
   gathered_ = torch::zeros({shard_ * n}, options.dtype(torch::kFloat));
 
-  // The optimizer sees this rank's slices of the parameters, each decayed or not by its parameter's shape.
-  std::vector<torch::Tensor> decay, no_decay;
+  // The optimizer sees this rank's slices of the parameters, each decayed or not by its parameter's shape;
+  // the padding past the last parameter is in no slice.
+  std::vector<torch::Tensor> tensors;
+  std::vector<sdk::OptimizerSlice> slices;
   const std::int64_t shard_end = std::min(shard_begin_ + shard_, layout_.numel());
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const std::int64_t begin = std::max(shard_begin_, layout_.offset(i));
@@ -38,9 +43,10 @@ void DpsStrategy::on_setup(const sdk::StrategySetup& setup) {
     torch::Tensor values = params_[i].detach().view({-1}).narrow(0, begin - layout_.offset(i), end - begin);
     values.mutable_grad() = master_grad_.narrow(0, begin - shard_begin_, end - begin);
     owned_.push_back({begin, values});
-    (params_[i].dim() >= 2 ? decay : no_decay).push_back(values);
+    tensors.push_back(values);
+    slices.push_back({static_cast<std::int64_t>(i), begin - layout_.offset(i), end - begin});
   }
-  optimizer_ = sdk::make_optimizer(spec_, decay, no_decay);
+  optimizer_ = sdk::make_sliced_optimizer(spec_, tensors, slices, params_);
 }
 
 void DpsStrategy::on_begin_step(const sdk::StepContext& step) {
@@ -71,26 +77,37 @@ sdk::StepResult DpsStrategy::on_update(const sdk::StepContext& step) {
   const double norm = std::sqrt(norm_squared.item<double>());
   if (spec_.grad_clip > 0 && norm > spec_.grad_clip) master_grad_.mul_(spec_.grad_clip / (norm + 1e-6));
 
-  sdk::set_learning_rate(*optimizer_, step.lr);
-  optimizer_->step();
+  sdk::set_learning_rate(*optimizer_.optimizer, step.lr);
+  optimizer_.optimizer->step();
 
   // Every rank contributes its updated shard and receives the others'.
   for (const OwnedSlice& s : owned_) gathered_.narrow(0, s.flat_offset, s.values.numel()).copy_(s.values);
   torch::Tensor mine = gathered_.narrow(0, shard_begin_, shard_);
   sdk::check(comm_.allgather(mine, gathered_));
   layout_.unpack_parameters(gathered_, params_);
-  context().metrics.record("optimizer_state_bytes", static_cast<double>(sdk::optimizer_state_bytes(*optimizer_)));
+  context().metrics.record("optimizer_state_bytes",
+                           static_cast<double>(sdk::optimizer_state_bytes(*optimizer_.optimizer)));
   return {true, norm};
 }
 
 void DpsStrategy::save(torch::serialize::OutputArchive& archive) {
-  optimizer_->save(archive);
+  optimizer_.save(archive);
   if (amp_.enabled()) amp_.save(archive);
 }
 
 void DpsStrategy::load(torch::serialize::InputArchive& archive) {
-  optimizer_->load(archive);
+  optimizer_.load(archive);
   if (amp_.enabled()) amp_.load(archive);
+}
+
+// The optimizer updates views of the parameters, which the host has already restored in place, and the
+// flat buffers are refilled each step: only the moments (cut from all old shards) and the loss scale (the
+// same on every old rank) are carried over.
+void DpsStrategy::load_reshard(sdk::SavedStates& saved) {
+  std::vector<int> ranks(static_cast<std::size_t>(saved.world_size()));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  sdk::ModelOptimizerState(saved, ranks, spec_, params_).restore(optimizer_);
+  if (amp_.enabled()) amp_.load(sdk::saved_state(saved, 0));
 }
 
 }  // namespace gradsweep::strategies

@@ -28,7 +28,7 @@ inline constexpr std::array<sdk::OptionDecl, 1> kDpsOptions{{
 
 class DpsStrategy : public sdk::Strategy {
  public:
-  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing();
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().resharding();
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name) {
     check_algorithm_plan(facts, answer, name);
   }
@@ -44,6 +44,7 @@ class DpsStrategy : public sdk::Strategy {
   sdk::StepResult on_update(const sdk::StepContext& step) override;
   void save(torch::serialize::OutputArchive& archive) override;
   void load(torch::serialize::InputArchive& archive) override;
+  void load_reshard(sdk::SavedStates& saved) override;
 
  private:
   // The part of one parameter that falls in this rank's shard.
@@ -64,7 +65,7 @@ class DpsStrategy : public sdk::Strategy {
   torch::Tensor master_grad_;  // the same in float32, unscaled and averaged: the slices' .grad view it
   torch::Tensor gathered_;     // N shards of parameters, float32
   std::vector<OwnedSlice> owned_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  sdk::SlicedOptimizer optimizer_;
   std::int64_t step_ = 0;
 };
 

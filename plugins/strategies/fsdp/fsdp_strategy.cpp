@@ -2,25 +2,28 @@
 
 #include "strategy_variants.hpp"
 
+#include <gradsweep/sdk/model_optimizer_state.hpp>
+
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace gradsweep::strategies {
 namespace {
 
-// The parameters of each declared unit, then the root's (those in no unit), as tensors.
-std::vector<std::vector<torch::Tensor>> group_parameters(const sdk::StrategySetup& setup) {
-  std::vector<std::vector<torch::Tensor>> groups(setup.units.size() + 1);
+// The model indices of each declared unit's parameters, then the root's (those in no unit).
+std::vector<std::vector<std::size_t>> group_parameters(const sdk::StrategySetup& setup) {
+  std::vector<std::vector<std::size_t>> groups(setup.units.size() + 1);
   std::vector<char> claimed(setup.parameters.size(), 0);
   for (std::size_t u = 0; u < setup.units.size(); ++u)
     for (std::size_t i : setup.units[u].parameters) {
-      groups[u].push_back(setup.parameters.at(i).tensor);
-      claimed[i] = 1;
+      claimed.at(i) = 1;  // at(): an index out of range is the model's error
+      groups[u].push_back(i);
     }
   for (std::size_t i = 0; i < setup.parameters.size(); ++i)
-    if (!claimed[i]) groups.back().push_back(setup.parameters[i].tensor);
+    if (!claimed[i]) groups.back().push_back(i);
   return groups;
 }
 
@@ -33,6 +36,7 @@ FsdpStrategy::FsdpStrategy(const sdk::PluginContext& context)
 
 void FsdpStrategy::on_setup(const sdk::StrategySetup& setup) {
   spec_ = setup.optimizer;
+  params_ = sdk::tensors_of(setup.parameters);
   if (setup.units.empty())
     context().log.warn(
         "the model declares no units, so it runs as one unit: sharded at rest, the whole model "
@@ -43,13 +47,17 @@ void FsdpStrategy::on_setup(const sdk::StrategySetup& setup) {
   for (std::size_t u = 0; u < groups.size(); ++u) {
     const bool root = u == setup.units.size();
     if (groups[u].empty()) throw sdk::Error("fsdp: unit '" + setup.units[u].name + "' has no parameters");
-    units_.emplace_back(root ? "root" : setup.units[u].name, std::move(groups[u]), comm_.rank(), comm_.size());
+    std::vector<torch::Tensor> members;
+    for (std::size_t i : groups[u]) members.push_back(params_[i]);
+    units_.emplace_back(root ? "root" : setup.units[u].name, std::move(members), std::move(groups[u]), comm_.rank(),
+                        comm_.size());
     resident_bytes_ += units_.back().shard_bytes();
   }
   peak_bytes_ = resident_bytes_;
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const ShardedUnit& u : units_) u.add_optimizer_slices(decay, no_decay);
-  optimizer_ = sdk::make_optimizer(spec_, decay, no_decay);
+  std::vector<torch::Tensor> tensors;
+  std::vector<sdk::OptimizerSlice> slices;
+  for (const ShardedUnit& u : units_) u.add_optimizer_slices(tensors, slices);
+  optimizer_ = sdk::make_sliced_optimizer(spec_, tensors, slices, params_);
 }
 
 void FsdpStrategy::gather(ShardedUnit& u) {
@@ -102,11 +110,12 @@ sdk::StepResult FsdpStrategy::on_update(const sdk::StepContext& step) {
   const double norm = std::sqrt(norm_squared.item<double>());
   if (spec_.grad_clip > 0 && norm > spec_.grad_clip)
     for (ShardedUnit& u : units_) u.gradient_shard().mul_(spec_.grad_clip / (norm + 1e-6));
-  sdk::set_learning_rate(*optimizer_, step.lr);
-  optimizer_->step();
+  sdk::set_learning_rate(*optimizer_.optimizer, step.lr);
+  optimizer_.optimizer->step();
 
   context().metrics.record("param_bytes_resident", static_cast<double>(peak_bytes_));
-  context().metrics.record("optimizer_state_bytes", static_cast<double>(sdk::optimizer_state_bytes(*optimizer_)));
+  context().metrics.record("optimizer_state_bytes",
+                           static_cast<double>(sdk::optimizer_state_bytes(*optimizer_.optimizer)));
   peak_bytes_ = resident_bytes_;
   return {true, norm};
 }
@@ -123,8 +132,17 @@ void FsdpStrategy::on_hold_parameters(bool hold) {
   if (!hold) peak_bytes_ = resident_bytes_;  // the checkpoint's whole model is no step's
 }
 
-void FsdpStrategy::save(torch::serialize::OutputArchive& archive) { optimizer_->save(archive); }
+void FsdpStrategy::save(torch::serialize::OutputArchive& archive) { optimizer_.save(archive); }
 
-void FsdpStrategy::load(torch::serialize::InputArchive& archive) { optimizer_->load(archive); }
+void FsdpStrategy::load(torch::serialize::InputArchive& archive) { optimizer_.load(archive); }
+
+// The host restored the whole parameters under hold_parameters, whose release made them this rank's new
+// shards (adopt_gathered), which the optimizer's tensors view: only the moments, cut from all old shards,
+// are left to carry over. Gradient shards are zeroed every step.
+void FsdpStrategy::load_reshard(sdk::SavedStates& saved) {
+  std::vector<int> ranks(static_cast<std::size_t>(saved.world_size()));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  sdk::ModelOptimizerState(saved, ranks, spec_, params_).restore(optimizer_);
+}
 
 }  // namespace gradsweep::strategies

@@ -30,7 +30,7 @@ inline constexpr std::array<sdk::OptionDecl, 1> kFsdpOptions{{
 class FsdpStrategy final : public sdk::Strategy {
  public:
   // Every rank applies the same step; the `algorithm` option's needs are checked per cell.
-  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing();
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().resharding();
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
     check_algorithm_plan(facts, answer, "fsdp");
   }
@@ -47,6 +47,7 @@ class FsdpStrategy final : public sdk::Strategy {
   void on_hold_parameters(bool hold) override;
   void save(torch::serialize::OutputArchive& archive) override;
   void load(torch::serialize::InputArchive& archive) override;
+  void load_reshard(sdk::SavedStates& saved) override;
 
  private:
   void gather(ShardedUnit& u);
@@ -54,9 +55,10 @@ class FsdpStrategy final : public sdk::Strategy {
 
   sdk::Communicator& comm_;
   sdk::OptimizerSpec spec_;
-  std::vector<ShardedUnit> units_;  // the declared units in order, then the root (if any parameter is in none)
+  std::vector<torch::Tensor> params_;  // the model's parameters (shapes only: their storage is the units')
+  std::vector<ShardedUnit> units_;     // the declared units in order, then the root (if any parameter is in none)
   bool has_root_ = true;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  sdk::SlicedOptimizer optimizer_;
   std::int64_t resident_bytes_ = 0;  // shards plus gathered units, now
   std::int64_t peak_bytes_ = 0;      // its maximum since the last update
 };

@@ -8,8 +8,9 @@
 
 namespace gradsweep::strategies {
 
-ShardedUnit::ShardedUnit(std::string name, std::vector<torch::Tensor> params, int rank, int world)
-    : name_(std::move(name)), params_(std::move(params)) {
+ShardedUnit::ShardedUnit(std::string name, std::vector<torch::Tensor> params, std::vector<std::size_t> indices,
+                         int rank, int world)
+    : name_(std::move(name)), params_(std::move(params)), indices_(std::move(indices)) {
   for (const auto& p : params_) {
     offsets_.push_back(numel_);
     numel_ += p.numel();
@@ -59,7 +60,8 @@ void ShardedUnit::reduce_gradients(sdk::Communicator& comm) {
 
 void ShardedUnit::adopt_gathered() { shard_.copy_(flat_.narrow(0, shard_begin_, shard_numel_)); }
 
-void ShardedUnit::add_optimizer_slices(std::vector<torch::Tensor>& decay, std::vector<torch::Tensor>& no_decay) const {
+void ShardedUnit::add_optimizer_slices(std::vector<torch::Tensor>& tensors,
+                                       std::vector<sdk::OptimizerSlice>& slices) const {
   const std::int64_t shard_end = shard_begin_ + shard_numel_;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const std::int64_t begin = std::max(shard_begin_, offsets_[i]);
@@ -67,7 +69,8 @@ void ShardedUnit::add_optimizer_slices(std::vector<torch::Tensor>& decay, std::v
     if (begin >= end) continue;
     torch::Tensor values = shard_.narrow(0, begin - shard_begin_, end - begin);
     values.mutable_grad() = grad_shard_.narrow(0, begin - shard_begin_, end - begin);
-    (params_[i].dim() >= 2 ? decay : no_decay).push_back(values);
+    tensors.push_back(values);
+    slices.push_back({static_cast<std::int64_t>(indices_[i]), begin - offsets_[i], end - begin});
   }
 }
 

@@ -5,6 +5,7 @@
 // At construction the unit's parameters are re-pointed (set_data) into views of the flat storage, so
 // gathering is one all-gather straight into the parameters' memory and freeing is one release; the
 // parameters keep their identity, shape and autograd state.
+#include <gradsweep/sdk/optimizer.hpp>
 #include <gradsweep/sdk/services.hpp>
 
 #include <torch/types.h>
@@ -17,8 +18,10 @@ namespace gradsweep::strategies {
 
 class ShardedUnit {
  public:
-  // Takes the parameters' current values (every rank's are equal) and frees the flat storage.
-  ShardedUnit(std::string name, std::vector<torch::Tensor> params, int rank, int world);
+  // Takes the parameters' current values (every rank's are equal) and frees the flat storage. `indices`:
+  // each parameter's index among the model's (StrategySetup::parameters), for the optimizer's slices.
+  ShardedUnit(std::string name, std::vector<torch::Tensor> params, std::vector<std::size_t> indices, int rank,
+              int world);
 
   const std::string& name() const { return name_; }
   bool gathered() const { return gathered_; }
@@ -34,13 +37,15 @@ class ShardedUnit {
   void adopt_gathered();
 
   // This rank's slices of each parameter, in the shard, with the gradient shard's slices as their .grad:
-  // what the optimizer updates. `decay` gets matrices' slices (dim >= 2), `no_decay` the rest.
-  void add_optimizer_slices(std::vector<torch::Tensor>& decay, std::vector<torch::Tensor>& no_decay) const;
+  // what the optimizer updates, appended to `tensors`, and where each lies in its model parameter to
+  // `slices` (the shard's padding is in none).
+  void add_optimizer_slices(std::vector<torch::Tensor>& tensors, std::vector<sdk::OptimizerSlice>& slices) const;
   torch::Tensor& gradient_shard() { return grad_shard_; }
 
  private:
   std::string name_;
   std::vector<torch::Tensor> params_;
+  std::vector<std::size_t> indices_;   // each parameter's model index
   std::vector<std::int64_t> offsets_;  // each parameter's first element in the flat vector
   std::int64_t numel_ = 0, padded_ = 0, shard_numel_ = 0, shard_begin_ = 0, element_size_ = 4;
   torch::Tensor flat_;        // (padded_,) the parameters' storage; released when not gathered

@@ -1,5 +1,7 @@
 #include "powersgd_compressor.hpp"
 
+#include "saved_mean.hpp"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
@@ -132,6 +134,12 @@ void PowerSgdCompressor::load(torch::serialize::InputArchive& archive) {
   started_ = started.item<std::int64_t>() != 0;
   q_.copy_(q);
   error_.copy_(error);
+}
+
+void PowerSgdCompressor::load_resharded(const std::vector<torch::serialize::InputArchive*>& saved) {
+  torch::NoGradGuard no_grad;
+  load(*saved.at(0));  // checks the sizes; its error is replaced by the mean
+  error_.copy_(saved_mean(saved, "powersgd/error"));
 }
 
 }  // namespace gradsweep::strategies

@@ -64,6 +64,11 @@ class PowerSgdCompressor {
   // Q's and the error: what resuming needs to continue bit for bit.
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
+  // The state of a job of another number of ranks (`saved`: one archive per old rank, rank 0 first): Q and
+  // whether compression started from rank 0 (the same on every rank: Q is the averaged one); the error
+  // feedback is the mean of the old ranks'. The next step's decompressed mean adds back (1/N) * the sum of
+  // the residuals, which the mean keeps at any new N, where rank 0's alone (or zeros) would change it.
+  void load_resharded(const std::vector<torch::serialize::InputArchive*>& saved);
 
  private:
   struct Matrix {

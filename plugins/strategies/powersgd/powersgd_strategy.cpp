@@ -1,6 +1,9 @@
 #include "powersgd_strategy.hpp"
 
+#include "saved_mean.hpp"
 #include "strategy_variants.hpp"
+
+#include <gradsweep/sdk/model_optimizer_state.hpp>
 
 #include <torch/torch.h>
 
@@ -90,6 +93,19 @@ void PowerSgdStrategy::save(torch::serialize::OutputArchive& archive) {
 void PowerSgdStrategy::load(torch::serialize::InputArchive& archive) {
   optimizer_.load(archive);
   compressor_->load(archive);
+}
+
+// From a job of another world size: the optimizer, Q and "started" are the same on every old rank (all
+// applied the same decompressed mean), so they come from old rank 0; each rank's error feedback becomes
+// the mean of the old ranks' residuals, which keeps (1/N) * their sum, what the next averaged gradient
+// adds back (PowerSgdCompressor::load_resharded). The decompressed gradient approximates the mean over
+// ranks of gradient + residual, and a global batch's mean gradient does not depend on N: with the mean
+// residual the resumed run continues as the uninterrupted one, up to the order of the sums.
+void PowerSgdStrategy::load_reshard(sdk::SavedStates& saved) {
+  sdk::ModelOptimizerState(saved, {0}, optimizer_.spec(), optimizer_.params()).restore(optimizer_.sliced());
+  compressor_->load_resharded(saved_archives(saved));
+  context().log.info("resharded from " + std::to_string(saved.world_size()) +
+                     " ranks: error feedback = the mean of theirs, " + norm_text(compressor_->error()));
 }
 
 }  // namespace gradsweep::strategies

@@ -1,5 +1,7 @@
 #include "ps_strategy.hpp"
 
+#include <gradsweep/sdk/model_optimizer_state.hpp>
+
 #include <torch/torch.h>
 
 namespace gradsweep::strategies {
@@ -130,6 +132,24 @@ void PsStrategy::load(torch::serialize::InputArchive& archive) {
   archive.read("ps_version", version);
   protocol_.set_version(version.item<std::int64_t>());
   if (amp_.enabled()) amp_.load(archive);
+}
+
+// From a job of another world size. The server is rank 0 at every size (ParameterServerProtocol::kServer),
+// and all that depends on the job is the server's: its optimizer goes from old rank 0 to new rank 0 (the
+// workers' copy stays unused), and every rank takes its version and loss scale (the workers adopt the
+// server's anyway). The host restored old rank 0's parameters, the server's master copy, on every rank, so
+// the workers start from the parameters of that version: in mode async too, where old workers held older
+// ones. server_computes changes only whether rank 0 computes and so how the batch is split (check_plan's
+// computing_ranks), nothing saved.
+void PsStrategy::load_reshard(sdk::SavedStates& saved) {
+  torch::serialize::InputArchive& server_state = sdk::saved_state(saved, ParameterServerProtocol::kServer);
+  if (server())
+    sdk::ModelOptimizerState(saved, {ParameterServerProtocol::kServer}, optimizer_.spec(), optimizer_.params())
+        .restore(optimizer_.sliced());
+  torch::Tensor version;
+  server_state.read("ps_version", version);
+  protocol_.set_version(version.item<std::int64_t>());
+  if (amp_.enabled()) amp_.load(server_state);
 }
 
 }  // namespace gradsweep::strategies

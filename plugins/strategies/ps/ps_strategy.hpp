@@ -35,8 +35,9 @@ inline constexpr std::array<sdk::OptionDecl, 2> kPsOptions{{
 
 class PsStrategy : public sdk::Strategy {
  public:
-  // In mode sync, float32; check_plan narrows it for mode async.
-  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kPointToPoint);
+  // In mode sync, float32; check_plan narrows it for mode async. Resumes at any world size (load_reshard).
+  static constexpr auto kCapabilities =
+      sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kPointToPoint).resharding();
   // Refuses a server without workers and async on a backend without recv_any; a server that only
   // serves leaves one rank out of the batch split.
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name);
@@ -53,6 +54,7 @@ class PsStrategy : public sdk::Strategy {
   sdk::StepResult on_update(const sdk::StepContext& step) override;
   void save(torch::serialize::OutputArchive& archive) override;
   void load(torch::serialize::InputArchive& archive) override;
+  void load_reshard(sdk::SavedStates& saved) override;
 
  private:
   bool server() const { return protocol_.server(); }

@@ -2,6 +2,8 @@
 
 #include "strategy_variants.hpp"
 
+#include <gradsweep/sdk/model_optimizer_state.hpp>
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -80,6 +82,13 @@ void RingStrategy::save(torch::serialize::OutputArchive& archive) {
 void RingStrategy::load(torch::serialize::InputArchive& archive) {
   optimizer_.load(archive);
   if (amp_.enabled()) amp_.load(archive);
+}
+
+// Every rank applied the same averaged gradient with the same optimizer, so every old rank saved the same
+// state and none of it depends on the world size: the optimizer and the loss scale come from old rank 0.
+void RingStrategy::load_reshard(sdk::SavedStates& saved) {
+  sdk::ModelOptimizerState(saved, {0}, optimizer_.spec(), optimizer_.params()).restore(optimizer_.sliced());
+  if (amp_.enabled()) amp_.load(sdk::saved_state(saved, 0));
 }
 
 }  // namespace gradsweep::strategies

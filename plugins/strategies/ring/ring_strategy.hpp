@@ -36,8 +36,10 @@ inline constexpr std::array<sdk::OptionDecl, 4> kRingOptions{{
 
 class RingStrategy : public sdk::Strategy {
  public:
-  // In float32; the -amp variant is not exact (strategy_variants.hpp).
-  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kAsyncCollectives);
+  // In float32; the -amp variant is not exact (strategy_variants.hpp). Its state is the same on every rank, so
+  // it resumes at any world size (load_reshard).
+  static constexpr auto kCapabilities =
+      sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kAsyncCollectives).resharding();
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name) {
     check_algorithm_plan(facts, answer, name);
   }
@@ -54,6 +56,7 @@ class RingStrategy : public sdk::Strategy {
   sdk::StepResult on_update(const sdk::StepContext& step) override;
   void save(torch::serialize::OutputArchive& archive) override;
   void load(torch::serialize::InputArchive& archive) override;
+  void load_reshard(sdk::SavedStates& saved) override;
 
  private:
   void launch(Bucket& bucket);

@@ -2,6 +2,8 @@
 
 #include "algorithm_option.hpp"
 
+#include <gradsweep/sdk/model_optimizer_state.hpp>
+
 #include <torch/torch.h>
 
 #include <initializer_list>
@@ -145,6 +147,21 @@ void SampledStrategy::load(torch::serialize::InputArchive& archive) {
   archive.read("sampled_version", version);
   protocol_.set_version(version.item<std::int64_t>());
   last_rows_ = torch::Tensor();  // what workers hold is known again only after a dense answer
+}
+
+// From a job of another world size: everything saved comes from old rank 0. With transport ring every rank
+// held the same optimizer; with transport ps rank 0 is the server at every size and the only one that steps
+// its optimizer, and the workers start from its parameters (the host restored old rank 0's everywhere), at
+// its version, with a dense first answer as after any restart. The per-step vocabulary draw depends on the
+// step and the global batch only, not on the number of ranks.
+void SampledStrategy::load_reshard(sdk::SavedStates& saved) {
+  torch::serialize::InputArchive& first = sdk::saved_state(saved, 0);
+  if (!ps_ || server())
+    sdk::ModelOptimizerState(saved, {0}, optimizer_.spec(), optimizer_.params()).restore(optimizer_.sliced());
+  torch::Tensor version;
+  first.read("sampled_version", version);
+  protocol_.set_version(version.item<std::int64_t>());
+  last_rows_ = torch::Tensor();
 }
 
 }  // namespace gradsweep::strategies

@@ -53,8 +53,9 @@ inline constexpr std::array<sdk::OptionDecl, 8> kSampledOptions{{
 
 class SampledStrategy final : public sdk::Strategy {
  public:
-  // The sampled softmax is not the full one, so never `single`'s run; every rank computes.
-  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.vocabulary().agreeing();
+  // The sampled softmax is not the full one, so never `single`'s run; every rank computes. Resumes at any
+  // world size (load_reshard).
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.vocabulary().agreeing().resharding();
   // Refuses a model without output subsets, more negatives than words, and what the transport needs.
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer);
 
@@ -68,6 +69,7 @@ class SampledStrategy final : public sdk::Strategy {
   sdk::StepResult on_update(const sdk::StepContext& step) override;
   void save(torch::serialize::OutputArchive& archive) override;
   void load(torch::serialize::InputArchive& archive) override;
+  void load_reshard(sdk::SavedStates& saved) override;
 
  private:
   // The rows a buffer of this step carries: the touched ones, or all of them (exchange: dense).

@@ -1,5 +1,7 @@
 #include "dgc_compressor.hpp"
 
+#include "saved_mean.hpp"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -77,6 +79,13 @@ void DgcCompressor::load(torch::serialize::InputArchive& archive) {
                              " elements but the model has " + std::to_string(velocity_.numel()));
   velocity_.copy_(velocity);
   accumulation_.copy_(accumulation);
+}
+
+void DgcCompressor::load_resharded(const std::vector<torch::serialize::InputArchive*>& saved) {
+  torch::NoGradGuard no_grad;
+  load(*saved.at(0));  // checks the sizes; both tensors are replaced by the means
+  velocity_.copy_(saved_mean(saved, "topk/velocity"));
+  accumulation_.copy_(saved_mean(saved, "topk/accumulation"));
 }
 
 }  // namespace gradsweep::strategies

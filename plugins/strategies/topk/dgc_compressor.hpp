@@ -53,6 +53,11 @@ class DgcCompressor {
 
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
+  // The state of a job of another number of ranks (one archive per old rank): velocity and accumulation
+  // become the means of the old ranks'. The ranks' sent parts are averaged, so what their pending error
+  // feedback and momentum add to later steps is (1/N) * the sum over ranks, which the mean keeps at any new
+  // N; rank 0's alone, or zeros, would change it.
+  void load_resharded(const std::vector<torch::serialize::InputArchive*>& saved);
 
  private:
   FlatLayout layout_;

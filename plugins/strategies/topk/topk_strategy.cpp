@@ -1,7 +1,10 @@
 #include "topk_strategy.hpp"
 
 #include "number_text.hpp"
+#include "saved_mean.hpp"
 #include "strategy_variants.hpp"
+
+#include <gradsweep/sdk/model_optimizer_state.hpp>
 
 #include <torch/torch.h>
 
@@ -97,6 +100,17 @@ void TopkStrategy::save(torch::serialize::OutputArchive& archive) {
 void TopkStrategy::load(torch::serialize::InputArchive& archive) {
   optimizer_.load(archive);
   compressor_->load(archive);
+}
+
+// From a job of another world size: the optimizer is the same on every old rank (all applied the same
+// mean), so it comes from old rank 0; velocity and accumulation, each rank's own, become the old ranks'
+// means (DgcCompressor::load_resharded). Local clipping's threshold, grad_clip / sqrt(N), follows the new N.
+void TopkStrategy::load_reshard(sdk::SavedStates& saved) {
+  sdk::ModelOptimizerState(saved, {0}, optimizer_.spec(), optimizer_.params()).restore(optimizer_.sliced());
+  compressor_->load_resharded(saved_archives(saved));
+  context().log.info("resharded from " + std::to_string(saved.world_size()) +
+                     " ranks: accumulation = the mean of theirs, " + norm_text(compressor_->accumulation()) +
+                     "; velocity = the mean of theirs, " + norm_text(compressor_->velocity()));
 }
 
 }  // namespace gradsweep::strategies

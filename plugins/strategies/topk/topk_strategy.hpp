@@ -38,8 +38,9 @@ inline constexpr std::array<sdk::OptionDecl, 4> kTopkOptions{{
 
 class TopkStrategy final : public sdk::Strategy {
  public:
-  // Every rank applies the same step; the `algorithm` option's needs are checked per cell.
-  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.agreeing();
+  // Every rank applies the same step; the `algorithm` option's needs are checked per cell. Resumes at any
+  // world size (load_reshard).
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.agreeing().resharding();
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
     check_algorithm_plan(facts, answer, "topk");
   }
@@ -53,6 +54,7 @@ class TopkStrategy final : public sdk::Strategy {
   sdk::StepResult on_update(const sdk::StepContext& step) override;
   void save(torch::serialize::OutputArchive& archive) override;
   void load(torch::serialize::InputArchive& archive) override;
+  void load_reshard(sdk::SavedStates& saved) override;
 
  private:
   void clip_locally();

@@ -2,10 +2,13 @@
 
 #include "strategy_variants.hpp"
 
+#include <gradsweep/sdk/model_optimizer_state.hpp>
+
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
 namespace gradsweep::strategies {
@@ -50,15 +53,16 @@ void Zero2Strategy::on_setup(const sdk::StrategySetup& setup) {
   // In float32 the reduced shard itself is averaged and clipped in place: no second shard-sized buffer.
   master_grad_ = amp_.enabled() ? torch::zeros({buckets_->shard_numel()}, options.dtype(torch::kFloat)) : grad_shard_;
 
-  // The optimizer sees this rank's slices of the parameters, each decayed or not by its parameter's shape.
-  std::vector<torch::Tensor> decay, no_decay;
+  // The optimizer sees this rank's slices of the parameters, each decayed or not by its parameter's shape;
+  // the bucket padding is in no slice.
+  std::vector<sdk::OptimizerSlice> slices;
   for (const OwnedSlice& s : buckets_->owned()) {
     torch::Tensor values = params_[s.param].detach().view({-1}).narrow(0, s.param_offset, s.numel);
     values.mutable_grad() = master_grad_.narrow(0, s.shard_offset, s.numel);
     owned_values_.push_back(values);
-    (params_[s.param].dim() >= 2 ? decay : no_decay).push_back(values);
+    slices.push_back({static_cast<std::int64_t>(s.param), s.param_offset, s.numel});
   }
-  optimizer_ = sdk::make_optimizer(spec_, decay, no_decay);
+  optimizer_ = sdk::make_sliced_optimizer(spec_, owned_values_, slices, params_);
   context().metrics.record("buckets", static_cast<double>(buckets_->buckets().size()));
 }
 
@@ -154,10 +158,11 @@ sdk::StepResult Zero2Strategy::on_update(const sdk::StepContext& step) {
   const double norm = std::sqrt(norm_squared.item<double>());
   if (spec_.grad_clip > 0 && norm > spec_.grad_clip) master_grad_.mul_(spec_.grad_clip / (norm + 1e-6));
 
-  sdk::set_learning_rate(*optimizer_, step.lr);
-  optimizer_->step();
+  sdk::set_learning_rate(*optimizer_.optimizer, step.lr);
+  optimizer_.optimizer->step();
   gather_parameters();
-  context().metrics.record("optimizer_state_bytes", static_cast<double>(sdk::optimizer_state_bytes(*optimizer_)));
+  context().metrics.record("optimizer_state_bytes",
+                           static_cast<double>(sdk::optimizer_state_bytes(*optimizer_.optimizer)));
   return {true, norm};
 }
 
@@ -197,13 +202,23 @@ void Zero2Strategy::gather_parameters() {
 }
 
 void Zero2Strategy::save(torch::serialize::OutputArchive& archive) {
-  optimizer_->save(archive);
+  optimizer_.save(archive);
   if (amp_.enabled()) amp_.save(archive);
 }
 
 void Zero2Strategy::load(torch::serialize::InputArchive& archive) {
-  optimizer_->load(archive);
+  optimizer_.load(archive);
   if (amp_.enabled()) amp_.load(archive);
+}
+
+// The optimizer updates views of the parameters, which the host has already restored in place, and every
+// other buffer is refilled each step: only the moments (cut from all old shards) and the loss scale (the
+// same on every old rank) are carried over.
+void Zero2Strategy::load_reshard(sdk::SavedStates& saved) {
+  std::vector<int> ranks(static_cast<std::size_t>(saved.world_size()));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  sdk::ModelOptimizerState(saved, ranks, spec_, params_).restore(optimizer_);
+  if (amp_.enabled()) amp_.load(sdk::saved_state(saved, 0));
 }
 
 }  // namespace gradsweep::strategies

@@ -32,7 +32,8 @@ inline constexpr std::array<sdk::OptionDecl, 4> kZero2Options{{
 
 class Zero2Strategy : public sdk::Strategy {
  public:
-  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kAsyncCollectives);
+  static constexpr auto kCapabilities =
+      sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kAsyncCollectives).resharding();
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name) {
     check_algorithm_plan(facts, answer, name);
   }
@@ -49,6 +50,7 @@ class Zero2Strategy : public sdk::Strategy {
   sdk::StepResult on_update(const sdk::StepContext& step) override;
   void save(torch::serialize::OutputArchive& archive) override;
   void load(torch::serialize::InputArchive& archive) override;
+  void load_reshard(sdk::SavedStates& saved) override;
 
  private:
   // Copies parameter i's gradient into its bucket and frees the gradient.
@@ -74,7 +76,7 @@ class Zero2Strategy : public sdk::Strategy {
   torch::Tensor grad_shard_;                 // this rank's pieces of every bucket, summed over ranks (wire dtype)
   torch::Tensor master_grad_;                // the same in float32, averaged (and unscaled): the slices' .grad view it
   std::vector<torch::Tensor> owned_values_;  // views of the parameters' storage, per ShardBuckets::owned()
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  sdk::SlicedOptimizer optimizer_;
   std::int64_t bucket_bytes_live_ = 0, bucket_bytes_peak_ = 0;
   std::int64_t step_ = 0;
 };
