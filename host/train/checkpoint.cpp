@@ -14,6 +14,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace gradsweep::host {
@@ -53,13 +54,18 @@ void hold_parameters(StrategyInstance& strategy, bool hold) {
   if (role.unit_events) strategy.call(strategy->hold_parameters(hold), "hold_parameters");
 }
 
+// What a checkpoint holds of the model: its parameters and its buffers.
+std::pair<std::vector<sdk::Parameter>, std::vector<sdk::NamedTensor>> model_tensors(ModelInstance& model) {
+  std::pair<std::vector<sdk::Parameter>, std::vector<sdk::NamedTensor>> tensors;
+  model.call(model->parameters(&tensors.first), "parameters");
+  model.call(model->buffers(&tensors.second), "buffers");
+  return tensors;
+}
+
 // The checkpoint's files, written into `staged`.
 void write_checkpoint_files(const fs::path& staged, const CheckpointStep& step, ModelInstance& model,
                             StrategyInstance& strategy) {
-  std::vector<sdk::Parameter> params;
-  std::vector<sdk::NamedTensor> buffers;
-  model.call(model->parameters(&params), "parameters");
-  model.call(model->buffers(&buffers), "buffers");
+  const auto [params, buffers] = model_tensors(model);
   torch::serialize::OutputArchive model_archive;
   hold_parameters(strategy, true);
   for (const auto& p : params) model_archive.write("param/" + p.name, p.tensor.detach().cpu().clone());
@@ -123,10 +129,7 @@ std::string misfit(const fs::path& dir, const CheckpointStep& found, const HostC
 // resharding) and `rng_source`.
 void restore_model(const fs::path& source, const fs::path& rng_source, ModelInstance& model,
                    StrategyInstance& strategy) {
-  std::vector<sdk::Parameter> params;
-  std::vector<sdk::NamedTensor> buffers;
-  model.call(model->parameters(&params), "parameters");
-  model.call(model->buffers(&buffers), "buffers");
+  const auto [params, buffers] = model_tensors(model);
   torch::serialize::InputArchive model_archive;
   read_archive(model_archive, source / "model.pt");
   // Every shape first: a checkpoint of another model must change nothing.

@@ -337,14 +337,15 @@ std::int64_t CellTraining::set_up_and_resume() {
   set_up_strategy();
   fs::create_directories(request_.out_dir);
   if (!request_.resume) return 0;
+  const auto start = Clock::now();
   resumed_ = load_checkpoint(checkpoint_dir_, comm_, model_, strategy_);
   if (!resumed_) return 0;
   if (unit_steps_) comm_.take_stats();
-  if (resumed_->world_size != comm_.size())
-    spdlog::info("resumed from {} at step {}, resharded from {} ranks to {}", checkpoint_dir_.string(), resumed_->step,
-                 resumed_->world_size, comm_.size());
-  else
-    spdlog::info("resumed from {} at step {}", checkpoint_dir_.string(), resumed_->step);
+  const std::string resharded = resumed_->world_size == comm_.size() ? ""
+                                                                     : fmt::format(", resharded from {} ranks to {}",
+                                                                                   resumed_->world_size, comm_.size());
+  spdlog::info("resumed from {} at step {}{} (read in {:.3f} s)", checkpoint_dir_.string(), resumed_->step, resharded,
+               seconds_since(start));
   return resumed_->step;
 }
 
@@ -511,6 +512,8 @@ void CellTraining::checkpoint_after(std::int64_t step, bool last) {
   const auto checkpoint_start = Clock::now();
   save_checkpoint(checkpoint_dir_, comm_, step + 1, model_, strategy_);
   timeline_.span(Phase::Checkpoint, checkpoint_start);
+  // What a checkpoint costs is the user's to weigh against checkpoint.every (and what benchmarks read).
+  spdlog::info("checkpoint step-{} written in {:.3f} s", step + 1, seconds_since(checkpoint_start));
   if (unit_steps_) comm_.take_stats();  // a sharding strategy's gathering for the checkpoint: not a step's traffic
 }
 
