@@ -45,6 +45,8 @@ struct Strategy {
   const char* args;      // options that fit the kit's model
   bool reshards = true;  // declares it: `reshard` must pass at 2 and 4 ranks, not be skipped
 };
+// Its name in ctest's test names (not the struct's bytes, which hold pointers).
+void PrintTo(const Strategy& s, std::ostream* out) { *out << s.name; }
 
 class KitPasses : public ::testing::TestWithParam<Strategy> {};
 

@@ -43,6 +43,8 @@ struct Model {
   const char* name;
   const char* args;
 };
+// Its name in ctest's test names (not the struct's bytes, which hold pointers).
+void PrintTo(const Model& m, std::ostream* out) { *out << m.name; }
 
 class ModelCheckPasses : public ::testing::TestWithParam<Model> {};
 
