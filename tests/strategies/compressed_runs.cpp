@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <fstream>
+#include <utility>
 
 namespace gradsweep::test {
 namespace fs = std::filesystem;
@@ -79,9 +80,13 @@ TrainingRun train_into(const fs::path& dir, const std::string& out, int ranks, c
                  "eval: {batches: 2}\ncheckpoint: {every: 0}\nmetrics: {peak_flops: 1e10}\nruntime: {threads: 1}\n");
   std::string command = gradsweep_binary().string() + " train " + cell.string() + " --out " + (dir / out).string();
   for (const auto& o : overrides) command += " --set " + o;
+  return read_run(run_command(mpirun(ranks, command + extra, "", 120)), dir / out);
+}
+
+TrainingRun read_run(CommandResult result, const fs::path& dir) {
   TrainingRun run;
-  run.result = run_command(mpirun(ranks, command + extra, "", 120));
-  run.dir = dir / out;
+  run.result = std::move(result);
+  run.dir = dir;
   std::ifstream metrics(run.dir / "metrics.jsonl");
   for (std::string line; std::getline(metrics, line);) run.steps.push_back(nlohmann::json::parse(line));
   if (fs::exists(run.dir / "summary.json")) run.summary = nlohmann::json::parse(read_text(run.dir / "summary.json"));

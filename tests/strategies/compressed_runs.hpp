@@ -30,6 +30,9 @@ std::string unexpected_bytes(const TrainingRun& run, int ranks, Expected expecte
 // the first that differs.
 std::string parameters_differ(const std::filesystem::path& out, int ranks, int step);
 
+// A finished `gradsweep train` into `dir` read back: its result, metrics.jsonl's records, summary.json.
+TrainingRun read_run(CommandResult result, const std::filesystem::path& dir);
+
 // `gradsweep train` of gpt2-tiny (train_tiny's cell) with `strategy` into `dir/out`, under mpirun.
 TrainingRun train_into(const std::filesystem::path& dir, const std::string& out, int ranks, const std::string& strategy,
                        const std::vector<std::string>& overrides, int steps, const std::string& extra = "");

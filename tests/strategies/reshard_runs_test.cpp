@@ -46,13 +46,7 @@ TrainingRun train_cell(const fs::path& dir, const std::string& out, int ranks, T
   std::string command = gradsweep_binary().string() + " train " + tiny_cell(dir, model, strategy, kSteps).string() +
                         " --out " + (dir / out).string();
   for (const auto& o : with(kCell, overrides)) command += " --set " + o;
-  TrainingRun run;
-  run.result = run_command(mpirun(ranks, command + extra, "", 180));
-  run.dir = dir / out;
-  std::ifstream metrics(run.dir / "metrics.jsonl");
-  for (std::string line; std::getline(metrics, line);) run.steps.push_back(nlohmann::json::parse(line));
-  if (fs::exists(run.dir / "summary.json")) run.summary = nlohmann::json::parse(read_text(run.dir / "summary.json"));
-  return run;
+  return read_run(run_command(mpirun(ranks, command + extra, "", 180)), dir / out);
 }
 
 struct Resharded {
