@@ -3,6 +3,7 @@
 #include "cluster/bandwidth.hpp"
 #include "cluster/cluster_exec.hpp"
 #include "cluster/cluster_lifecycle.hpp"
+#include "cluster/cluster_link.hpp"
 #include "cluster/cluster_lock.hpp"
 #include "cluster/cluster_network.hpp"
 #include "cluster/cluster_spec.hpp"
@@ -70,6 +71,29 @@ void up(const UpArgs& a) {
             << "remove it:  gradsweep cluster down " << spec.name << std::endl;
 }
 
+struct LinkArgs {
+  std::string name, action, rate;
+  int node = -1;
+};
+
+void link(const LinkArgs& a) {
+  const ClusterSpec spec = load_cluster(a.name);
+  check_node(spec, a.node);
+  const LinkChange change = parse_link_change(a.action, a.rate);
+  set_node_link(spec, a.node, change);
+  std::string what = a.action;
+  if (change.kind == LinkChange::Kind::Shape) {
+    ClusterSpec at = spec;
+    at.link_bits_per_second = change.bits_per_second;
+    char dilation[64];
+    std::snprintf(dilation, sizeof dilation, "%.3g", spec.dilation);
+    what = "shaped to " + format_bandwidth(change.bits_per_second) + " (on the wire " +
+           format_bandwidth(at.shaped_bits_per_second()) + ", dilation " + dilation + ")";
+  }
+  std::cout << "cluster " << spec.name << ": node " << a.node << " (" << spec.node_name(a.node) << ") link " << what
+            << std::endl;
+}
+
 void list(bool clean) {
   std::vector<std::string> leftovers;
   if (clean) {
@@ -80,7 +104,10 @@ void list(bool clean) {
   }
   const std::vector<std::string> names = clusters_up();
   if (names.empty()) std::cout << "no cluster is up\n";
-  for (const std::string& n : names) std::cout << describe(load_cluster(n)) << "\n";
+  for (const std::string& n : names) {
+    const std::string links = describe_node_links(n);
+    std::cout << describe(load_cluster(n)) << (links.empty() ? "" : "; " + links) << "\n";
+  }
   if (!clean && find_on_path("ip").size() > 0) {
     for (const std::string& n : find_leftovers())
       std::cout << n << ": leftovers of a cluster that did not finish coming up or going down, or of a killed sweep; "
@@ -120,6 +147,18 @@ void register_cluster_command(CLI::App& app) {
   CLI::App* list_cmd = cluster->add_subcommand("list", "Clusters that are up, and leftovers of killed ones");
   list_cmd->add_flag("--clean", *clean, "Remove the leftovers of clusters whose `up` or `down` was killed");
   list_cmd->callback([clean] { list(*clean); });
+
+  auto link_args = std::make_shared<LinkArgs>();
+  CLI::App* link_cmd = cluster->add_subcommand(
+      "link", "Fault one node's link while jobs run: gradsweep cluster link NAME NODE down|up|shape RATE");
+  link_cmd->add_option("name", link_args->name, "Cluster name")->required();
+  link_cmd->add_option("node", link_args->node, "Node index, 0 to nodes-1")->required();
+  link_cmd
+      ->add_option("action", link_args->action,
+                   "down (cut: its switch port goes dark), up (restore), shape (re-shape both directions)")
+      ->required();
+  link_cmd->add_option("rate", link_args->rate, "With shape: the node's new link rate, as --link-bandwidth (10Mbit)");
+  link_cmd->callback([link_args] { link(*link_args); });
 
   auto args_name = std::make_shared<std::string>();
   CLI::App* args_cmd = cluster->add_subcommand("args", "Print the mpirun arguments that put a job on a cluster");

@@ -1,6 +1,7 @@
 #include "cluster/cluster_exec.hpp"
 
 #include "cluster/mpi_access.hpp"
+#include "cluster/stranded_job.hpp"
 #include "cluster/system_command.hpp"
 
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace gradsweep::cluster {
 namespace {
@@ -22,6 +24,24 @@ volatile sig_atomic_t g_child = 0;
 
 void forward_signal(int sig) {
   if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
+// Waits for the command; if it is an mpirun stranded by a cut link (stranded_job.hpp), kills it.
+int wait_unless_stranded(const ClusterSpec& spec, pid_t pid) {
+  StrandedJobWatch watch(spec);
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) return status;
+    if (watch.stranded()) {
+      std::cerr << "cluster exec: " << watch.why() << " (until TCP gives up, ~15 min); killing it" << std::endl;
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return status;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace
@@ -58,9 +78,7 @@ int exec_on_cluster(const ClusterSpec& spec, const std::vector<std::string>& com
   action.sa_handler = forward_signal;
   ::sigemptyset(&action.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &action, nullptr);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = wait_unless_stranded(spec, pid);
   g_child = 0;
   const int left = kill_processes_in(spec);
   if (left > 0)

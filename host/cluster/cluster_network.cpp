@@ -39,13 +39,7 @@ void create_node(const ClusterSpec& s, int i) {
   run_checked({"ip", "-n", ns, "link", "set", "lo", "up"});
   run_checked({"ip", "link", "set", veth, "master", s.bridge_name()});
   run_checked({"ip", "link", "set", veth, "up"});
-  // Both directions: the bridge's end sends what the node receives, the node's end what it sends.
-  std::vector<std::string> root_side = tbf(veth, s.shaped_bits_per_second());
-  root_side.insert(root_side.begin(), "tc");
-  run_checked(root_side);
-  std::vector<std::string> node_side = tbf("eth0", s.shaped_bits_per_second());
-  node_side.insert(node_side.begin(), "tc");
-  run_checked(in_namespace(ns, node_side));
+  shape_node_link(s, i, s.shaped_bits_per_second());
 }
 
 std::vector<std::string> lines(const std::string& text) {
@@ -58,6 +52,16 @@ std::vector<std::string> lines(const std::string& text) {
 }
 
 }  // namespace
+
+void shape_node_link(const ClusterSpec& s, int node, std::uint64_t bits_per_second) {
+  // Both directions: the bridge's end sends what the node receives, the node's end what it sends.
+  std::vector<std::string> root_side = tbf(s.veth_name(node), bits_per_second);
+  root_side.insert(root_side.begin(), "tc");
+  run_checked(root_side);
+  std::vector<std::string> node_side = tbf("eth0", bits_per_second);
+  node_side.insert(node_side.begin(), "tc");
+  run_checked(in_namespace(s.node_name(node), node_side));
+}
 
 void create_network(const ClusterSpec& s) {
   try {

@@ -13,6 +13,10 @@ namespace gradsweep::cluster {
 // rethrows, so a failed `up` leaves nothing.
 void create_network(const ClusterSpec& spec);
 
+// Shapes both ends of node `node`'s veth (tc tbf, replacing what was there) at `bits_per_second`, the
+// rate on the wire: the caller divides by the dilation.
+void shape_node_link(const ClusterSpec& spec, int node, std::uint64_t bits_per_second);
+
 struct NetworkObjects {
   std::vector<std::string> namespaces;  // from `ip netns list`
   std::vector<std::string> links;       // root-namespace links (bridges, veths), from `ip -o link show`

@@ -92,6 +92,9 @@ CellStatus read_cell_status(const fs::path& cell_dir) {
     status.launcher = j.value("launcher", "");
     status.job = j.value("job", "");
     status.updated = j.value("updated", "");
+    for (const nlohmann::json& r : j.value("resizes", nlohmann::json::array()))
+      status.resizes.push_back({r.value("from_nodes", 0), r.value("to_nodes", 0),
+                                r.value("lost_nodes", std::vector<int>{}), r.value("why", ""), r.value("at", "")});
   } catch (const std::exception& e) {
     status = CellStatus{};
     status.state = CellState::Failed;
@@ -102,15 +105,30 @@ CellStatus read_cell_status(const fs::path& cell_dir) {
 
 void write_cell_status(const fs::path& cell_dir, CellStatus status) {
   status.updated = utc_now_iso8601();
-  const nlohmann::json j{{"state", to_string(status.state)},
-                         {"config_hash", status.config_hash},
-                         {"reason", status.reason},
-                         {"failure", status.failure},
-                         {"exit_code", status.exit_code},
-                         {"launcher", status.launcher},
-                         {"job", status.job},
-                         {"updated", status.updated}};
+  nlohmann::json resizes = nlohmann::json::array();
+  for (const CellResize& r : status.resizes)
+    resizes.push_back({{"from_nodes", r.from_nodes},
+                       {"to_nodes", r.to_nodes},
+                       {"lost_nodes", r.lost_nodes},
+                       {"why", r.why},
+                       {"at", r.at}});
+  nlohmann::json j{{"state", to_string(status.state)},
+                   {"config_hash", status.config_hash},
+                   {"reason", status.reason},
+                   {"failure", status.failure},
+                   {"exit_code", status.exit_code},
+                   {"launcher", status.launcher},
+                   {"job", status.job},
+                   {"updated", status.updated}};
+  if (!status.resizes.empty()) j["resizes"] = resizes;
   util::write_file_atomically(cell_dir / kStatusFile, j.dump(2) + "\n");
+}
+
+std::string resize_history(const std::vector<CellResize>& resizes) {
+  if (resizes.empty()) return "";
+  std::string text = std::to_string(resizes.front().from_nodes);
+  for (const CellResize& r : resizes) text += "->" + std::to_string(r.to_nodes);
+  return text + " nodes";
 }
 
 bool is_cell_done(const fs::path& cell_dir, const std::string& config_hash) {

@@ -5,6 +5,8 @@
 //   {"state": "ok" | "failed" | "timeout" | "interrupted" | "running",
 //    "config_hash": "<16 hex>", "reason": "...", "failure": "hang: rank 2 did not finish allreduce #183",
 //    "exit_code": 0, "launcher": "local", "job": "...",
+//    "resizes": [{"from_nodes": 4, "to_nodes": 3, "lost_nodes": [3], "why": "killed: rank 3 signal 9",
+//                 "at": "2025-01-01T12:00:00Z"}],
 //    "updated": "2025-01-01T12:00:00Z"}
 //
 // A cell is done when state is ok and config_hash is the hash of the configuration planned now (see
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gradsweep::experiment {
 
@@ -20,6 +23,14 @@ enum class CellState { Pending, Running, Ok, Failed, Timeout, Interrupted };
 
 const char* to_string(CellState state);
 std::optional<CellState> parse_cell_state(const std::string& text);
+
+// An elastic cell (launcher.elastic, elastic_cell.hpp) that lost nodes and went on with fewer.
+struct CellResize {
+  int from_nodes = 0, to_nodes = 0;
+  std::vector<int> lost_nodes;  // 0-based node indices of the cell's cluster before the change
+  std::string why;              // the failure that lost them ("killed: rank 3 signal 9", "link down")
+  std::string at;               // UTC time of the change, ISO 8601
+};
 
 struct CellStatus {
   CellState state = CellState::Pending;
@@ -31,7 +42,12 @@ struct CellStatus {
   std::string launcher;  // "local", "slurm"
   std::string job;       // Slurm job id ("1234_5"), or the local launcher's pid
   std::string updated;   // UTC time of writing, ISO 8601
+  // Every change of the cell's node count, oldest first; empty for a cell that ran at its planned size.
+  std::vector<CellResize> resizes;
 };
+
+// "4->3 nodes": the node counts an elastic cell went through; "" when it never changed size.
+std::string resize_history(const std::vector<CellResize>& resizes);
 
 inline constexpr const char* kStatusFile = "status.json";
 

@@ -1,6 +1,7 @@
 #include "experiment/comparison.hpp"
 
 #include "experiment/cell_status.hpp"
+#include "experiment/elastic_cell.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -62,21 +63,28 @@ void read_outcomes(const SweepPlan& plan, Comparison& c) {
   std::map<AxisValues, int> index;
   for (std::size_t i = 0; i < plan.cells.size(); ++i) {
     const PlannedCell& cell = plan.cells[i];
-    const AxisValues axes = group_axes(cell);
+    CellOutcome& out = c.cells[i];
+    const bool done = is_cell_done(cell.dir, cell.config_hash);
+    if (done) {
+      std::ifstream in(cell.dir / "summary.json");
+      out.summary = nlohmann::json::parse(in, nullptr, false);
+      out.ok = out.summary.is_object();
+    }
+    // A cell that changed size mid-run is a group of its own, named so: pooled with the cells that kept their
+    // size it would report a mean of two cluster sizes as one of them (elastic_cell.hpp).
+    AxisValues axes = group_axes(cell);
+    if (const std::string resized = done ? resized_text(cell, read_cell_status(cell.dir), out.summary) : "";
+        !resized.empty())
+      axes.emplace_back("resized", resized);
     auto [it, fresh] = index.emplace(axes, static_cast<int>(c.groups.size()));
     if (fresh) {
       c.groups.emplace_back();
       c.groups.back().axes = axes;
     }
     CellGroup& g = c.groups[it->second];
-    CellOutcome& out = c.cells[i];
     out.group = it->second;
     out.round = static_cast<int>(g.cells.size());
     g.cells.push_back(static_cast<int>(i));
-    if (!is_cell_done(cell.dir, cell.config_hash)) continue;
-    std::ifstream in(cell.dir / "summary.json");
-    out.summary = nlohmann::json::parse(in, nullptr, false);
-    out.ok = out.summary.is_object();
   }
   label_groups(c);
 }

@@ -71,6 +71,9 @@ struct PlannedCell {
   std::vector<std::string> rank_command;
   int nodes = 1;
   int ranks_per_node = 1;
+  // launcher.elastic.min_nodes: the fewest nodes the cell may go on with after losing some; 0 = not elastic
+  // (elastic_cell.hpp). Not part of the cell's identity: it changes what happens after a fault, not the run.
+  int elastic_min_nodes = 0;
   bool cuda = false;         // runtime.device is cuda or cuda:N
   int threads_per_rank = 0;  // 0 = `gradsweep train` decides (cores / ranks on the node)
   int gpus_per_node = 0;

@@ -21,6 +21,8 @@ CellCluster::CellCluster(const PlannedCell& cell) {
   spec_.ranks_per_node = cell.ranks_per_node;
   spec_.link_bits_per_second = cell.emulated.link_bits_per_second;
   spec_.dilation = cell.emulated.dilation;
+  // Before the cluster, and before the probe: nothing of this cell competes with it yet.
+  reference_ = calibrate_one_node(cell, local_threads_per_rank(cell), default_reference_cache());
   if (spec_.dilation == 0.0 && cell.nodes == 1) {
     // One node alone is the reference the slowdown is measured against: F = 1 by definition. Measuring
     // it anyway gave 1.22 and 2.09 on a busy machine, noise that would then scale the cell's figures.
@@ -29,6 +31,7 @@ CellCluster::CellCluster(const PlannedCell& cell) {
   } else if (spec_.dilation == 0.0) {
     spec_.dilation = cluster::measure_dilation(cell.nodes, cell.ranks_per_node);
     spec_.dilation_source = "measured";
+    probe_ = spec_.dilation;
   }
   try {
     spec_ = cluster::bring_up(spec_, &owner_);
@@ -74,22 +77,45 @@ std::vector<std::string> CellCluster::command(const std::vector<std::string>& lo
 }
 
 nlohmann::json CellCluster::record() const {
-  return {{"name", spec_.name},
-          {"nodes", spec_.nodes},
-          {"ranks_per_node", spec_.ranks_per_node},
-          {"link_bandwidth", cluster::format_bandwidth(spec_.link_bits_per_second)},
-          {"link_bits_per_second", spec_.link_bits_per_second},
-          {"dilation", spec_.dilation},
-          {"dilation_source", spec_.dilation_source},
-          {"shaped_bits_per_second", spec_.shaped_bits_per_second()}};
+  nlohmann::json r{
+      {"name", spec_.name},
+      {"nodes", spec_.nodes},
+      {"ranks_per_node", spec_.ranks_per_node},
+      {"link_bandwidth", cluster::format_bandwidth(spec_.link_bits_per_second)},
+      {"link_bits_per_second", spec_.link_bits_per_second},
+      {"dilation", spec_.dilation},
+      {"dilation_source", spec_.dilation_source},
+      {"shaped_bits_per_second", spec_.shaped_bits_per_second()},
+      {"dilation_probe", probe_ > 0 ? nlohmann::json(probe_) : nlohmann::json(nullptr)},
+      {"compute_reference_s", reference_.seconds > 0 ? nlohmann::json(reference_.seconds) : nullptr},
+      {"compute_reference_measured_s", reference_.measured > 0 ? nlohmann::json(reference_.measured) : nullptr},
+      {"compute_reference_calibrations", reference_.calibrations},
+      {"calibration_scheduling", reference_.scheduling}};
+  if (!reference_.problem.empty()) r["calibration_problem"] = reference_.problem;
+  if (compute_.is_object()) r.update(compute_);
+  return r;
 }
 
-void CellCluster::annotate_summary(const fs::path& cell_dir) const {
+void CellCluster::annotate_summary(const fs::path& cell_dir) {
   const fs::path file = cell_dir / "summary.json";
   std::ifstream in(file);
   if (!in) return;
   nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
   if (!summary.is_object()) return;
+  // F_compute = the ranks' compute per step in the cell / the same computation on one node alone; the
+  // cell's throughput on the cluster asked for is then tokens/s x F_compute (docs/cluster.md).
+  const double compute = cell_compute_per_step(summary);
+  const double tokens_per_sec = summary.value("tokens_per_sec", 0.0);
+  compute_ = {{"compute_s", compute > 0 ? nlohmann::json(compute) : nullptr},
+              {"dilation_compute", nullptr},
+              {"undilated_tokens_per_sec", nullptr}};
+  if (compute > 0 && reference_.seconds > 0) {
+    const double f = compute / reference_.seconds;
+    compute_["dilation_compute"] = f;
+    compute_["undilated_tokens_per_sec"] = tokens_per_sec * f;
+  } else if (reference_.problem.empty()) {
+    compute_["calibration_problem"] = "the cell's summary.json has no forward/backward time per rank";
+  }
   summary["cluster"] = record();
   util::write_file_atomically(file, summary.dump(2) + "\n");
 }

@@ -12,7 +12,11 @@
 //
 // The cluster's shape (nodes, ranks per node, link rate, dilation, its name) goes into the cell's
 // provenance.json and summary.json as "cluster": {...}, and from summary.json into results.csv
-// (cluster.nodes, cluster.link_bandwidth, cluster.dilation, ...).
+// (cluster.nodes, cluster.link_bandwidth, cluster.dilation, ...). So does the cell's compute dilation: the
+// ranks' forward + backward per step against the same computation on one node alone, timed before the
+// cluster comes up (dilation_calibration.hpp), and undilated tokens/s = tokens/s x that F. The links are
+// shaped with the F known at bring-up (given, or the probe's): the compute F exists only after the cell.
+#include "experiment/dilation_calibration.hpp"
 #include "experiment/launcher.hpp"
 
 #include "cluster/cluster_owner.hpp"
@@ -29,7 +33,8 @@ namespace gradsweep::experiment {
 
 class CellCluster {
  public:
-  // Brings up the cell's cluster, measuring the dilation first when it is auto. Throws
+  // Times the cell's computation on one node's ranks alone (the compute dilation's reference), then brings
+  // up the cell's cluster, measuring the links' dilation first when it is auto. Throws
   // std::runtime_error saying what failed; nothing of the cluster is left then.
   explicit CellCluster(const PlannedCell& cell);
   ~CellCluster();  // tear_down(), reporting problems on stderr
@@ -41,15 +46,23 @@ class CellCluster {
   // hostfile, rsh agent and interfaces, and GRADSWEEP_CLUSTER* for the ranks.
   std::vector<std::string> command(const std::vector<std::string>& local) const;
   // {"name", "nodes", "ranks_per_node", "link_bandwidth", "link_bits_per_second", "dilation",
-  //  "dilation_source", "shaped_bits_per_second"}: what provenance.json and summary.json record.
+  //  "dilation_source", "shaped_bits_per_second", "dilation_probe", "compute_reference_s",
+  //  "compute_reference_measured_s", "compute_reference_calibrations", "calibration_scheduling"}, and once
+  //  annotate_summary has read the cell's figures "compute_s", "dilation_compute", "undilated_tokens_per_sec" (or
+  //  "calibration_problem"): what provenance.json and summary.json record. `dilation` is the links' F; dilation_compute
+  //  the ranks' (dilation_calibration.hpp).
   nlohmann::json record() const;
-  // Adds record() to the cell's summary.json as "cluster", when the cell wrote one.
-  void annotate_summary(const std::filesystem::path& cell_dir) const;
+  // Reads the cell's summary.json (when it wrote one): the ranks' compute per step against the one-node
+  // reference gives dilation_compute and undilated tokens/s; adds record() to it as "cluster".
+  void annotate_summary(const std::filesystem::path& cell_dir);
   // Brings the cluster down (kills what still runs in it first); returns what would not go ("" if all did).
   std::string tear_down();
 
  private:
   cluster::ClusterSpec spec_;
+  double probe_ = 0;            // the matrix-product probe's F, when `dilation: auto` ran it
+  ComputeReference reference_;  // the one-node calibration, run before bring-up
+  nlohmann::json compute_;      // what annotate_summary found: compute_s, dilation_compute, undilated tokens/s
   std::unique_ptr<cluster::OwnerLock> owner_;
   bool up_ = false;
 };

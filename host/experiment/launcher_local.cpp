@@ -1,6 +1,8 @@
 #include "experiment/launcher_local.hpp"
 
 #include "config/environment.hpp"
+#include "cluster/link_state.hpp"
+#include "experiment/elastic_cell.hpp"
 #include "experiment/launcher_emulated.hpp"
 #include "experiment/machine_load.hpp"
 #include "experiment/provenance.hpp"
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -29,6 +32,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 // How long a stopped job may take to exit after SIGTERM before it gets SIGKILL.
 constexpr auto kStopGrace = std::chrono::seconds(10);
+// How long mpirun may take to exit after the ranks' collective deadline has judged the job hung: it normally
+// follows at once (the ranks abort), so a longer wait means it is stuck on a node it cannot reach.
+constexpr auto kVerdictGrace = std::chrono::seconds(10);
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
 constexpr auto kProgressInterval = std::chrono::seconds(1);
 
@@ -39,7 +45,15 @@ struct JobEnd {
 
 JobEnd wait_for(pid_t pid, const PlannedCell& cell, const LaunchOptions& options, ProgressSink& progress) {
   auto last_progress = Clock::now();
-  std::optional<Clock::time_point> stopping_since;
+  std::optional<Clock::time_point> stopping_since, verdict_since, ending_since;
+  const std::filesystem::path verdict = cell.dir / "flight-recorder" / "verdict.json";
+  // A verdict counts only when this job wrote it: a cell that resumes may hold one from an earlier job.
+  const auto started = std::filesystem::file_time_type::clock::now();
+  const auto fresh_verdict = [&] {
+    std::error_code ec;
+    const auto written = std::filesystem::last_write_time(verdict, ec);
+    return !ec && written >= started;
+  };
   for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
@@ -48,10 +62,20 @@ JobEnd wait_for(pid_t pid, const PlannedCell& cell, const LaunchOptions& options
       return {code, stopping_since.has_value()};
     }
     const bool stop = options.stop_requested != nullptr && options.stop_requested->load();
+    // The ranks have ended the job (the collective deadline wrote its verdict), yet mpirun has not exited: it
+    // waits for the daemon of a node it can no longer reach (a link that went down), and would wait for ever.
+    if (!verdict_since && fresh_verdict()) verdict_since = Clock::now();
+    const bool abandoned = verdict_since && Clock::now() - *verdict_since > kVerdictGrace;
     if (stop && !stopping_since) {
       stopping_since = Clock::now();
       ::kill(-pid, SIGTERM);
-    } else if (stopping_since && Clock::now() - *stopping_since > kStopGrace) {
+    } else if (abandoned && !ending_since && !stopping_since) {
+      ending_since = Clock::now();
+      std::cerr << "cell " << cell.id << ": the ranks ended the job " << kVerdictGrace.count()
+                << " s ago and mpirun is still waiting (a node it cannot reach?): stopping it\n";
+      ::kill(-pid, SIGTERM);
+    } else if ((stopping_since && Clock::now() - *stopping_since > kStopGrace) ||
+               (ending_since && Clock::now() - *ending_since > kStopGrace)) {
       ::kill(-pid, SIGKILL);
     }
     if (Clock::now() - last_progress >= kProgressInterval) {
@@ -167,58 +191,119 @@ CellStatus cluster_failure(const PlannedCell& cell, const std::string& why, cons
   return status;
 }
 
-// Runs one cell to its end and records it: status.json, provenance.json and, for an emulated cell, its
-// cluster, up before the job and down after it.
-CellStatus run_cell(const PlannedCell& cell, const std::vector<std::string>& local, const LaunchOptions& options,
-                    ProgressSink& progress, bool& interrupted) {
-  progress.cell_started(cell);
-  const std::string start = utc_now_iso8601();
-  CellStatus running;
-  running.state = CellState::Running;
-  running.config_hash = cell.config_hash;
-  running.launcher = cell.emulated.enabled ? "emulated" : "local";
-  running.job = std::to_string(::getpid());
-  write_cell_status(cell.dir, running);
-  const LoadSample load_before = sample_load();
-  write_provenance(cell.dir, start, "", {{"loadavg_start", load_before.loadavg}});
+// One try of a cell at its current size: its cluster up (emulated), the job, the cluster down.
+struct Attempt {
+  CellStatus status;
+  nlohmann::json cluster;        // the cluster's record (emulated), else null
+  std::vector<int> unreachable;  // emulated: the nodes whose link was down when the job ended
+};
 
+Attempt run_attempt(const PlannedCell& cell, const LaunchOptions& options, ProgressSink& progress,
+                    const std::function<void(const nlohmann::json&)>& record_cluster, bool& interrupted) {
+  const std::vector<std::string> local = local_command(cell, local_threads_per_rank(cell));
   std::unique_ptr<CellCluster> cluster;
   std::vector<std::string> argv = local;
-  CellStatus status;
-  bool ready = true;
+  Attempt attempt;
   try {
     if (cell.emulated.enabled) {
       cluster = std::make_unique<CellCluster>(cell);
       argv = cluster->command(local);
+      attempt.cluster = cluster->record();
+      // Which cluster is the cell's, while it runs (its name finds its namespaces: `ip netns pids gsc-NAME-n0`).
+      record_cluster(attempt.cluster);
     }
   } catch (const std::exception& e) {
-    status = cluster_failure(cell, e.what(), options);
-    ready = false;
+    attempt.status = cluster_failure(cell, e.what(), options);
+    return attempt;
   }
-  nlohmann::json extra = cluster ? nlohmann::json{{"cluster", cluster->record()}} : nlohmann::json();
-  // Which cluster is the cell's, while it runs (its name finds its namespaces: `ip netns pids gsc-NAME-n0`).
-  if (cluster) write_provenance(cell.dir, start, "", {{"loadavg_start", load_before.loadavg}}, extra);
-  if (ready) {
-    util::write_file_atomically(cell.dir / "command.txt", shell_line(argv) + "\n");
-    const pid_t pid = spawn_job(argv, cell.dir / "launcher.log");
-    const JobEnd end = wait_for(pid, cell, options, progress);
-    interrupted = end.interrupted;
-    status = status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);
-  }
+  util::write_file_atomically(cell.dir / "command.txt", shell_line(argv) + "\n");
+  const pid_t pid = spawn_job(argv, cell.dir / "launcher.log");
+  const JobEnd end = wait_for(pid, cell, options, progress);
+  interrupted = end.interrupted;
+  attempt.status = status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);
   if (cluster) {
+    if (attempt.status.state == CellState::Failed) attempt.unreachable = cluster::nodes_with_link_down(cluster->spec());
     cluster->annotate_summary(cell.dir);
+    attempt.cluster = cluster->record();  // now with what the job measured (the compute dilation)
     if (const std::string problem = cluster->tear_down(); !problem.empty()) {
       std::cerr << "warning: cell " << cell.id << ": " << problem << "\n";
-      extra["cluster"]["teardown_problem"] = problem;
+      attempt.cluster["teardown_problem"] = problem;
     }
   }
+  return attempt;
+}
+
+// What an elastic cell's change of size says: the failure, and the links found down.
+std::string resize_reason(const Attempt& attempt) {
+  std::string why = attempt.status.failure;
+  if (!attempt.unreachable.empty()) {
+    std::string nodes;
+    for (const int n : attempt.unreachable) nodes += (nodes.empty() ? "" : ",") + std::to_string(n);
+    why += (why.empty() ? "" : "; ") + std::string("link down on node ") + nodes;
+  }
+  return why;
+}
+
+// The flight recorder's dumps and verdict of a job that lost a node move to flight-recorder.before-resize-N: the
+// next job's failure, if any, is then judged by its own (classify_failure reads flight-recorder/verdict.json).
+void keep_evidence(const std::filesystem::path& cell_dir, std::size_t resize) {
+  std::error_code ec;
+  const std::filesystem::path dumps = cell_dir / "flight-recorder";
+  if (std::filesystem::exists(dumps, ec))
+    std::filesystem::rename(dumps, cell_dir / ("flight-recorder.before-resize-" + std::to_string(resize)), ec);
+}
+
+// Runs one cell to its end and records it: status.json, provenance.json and, for an emulated cell, its
+// cluster, up before each job and down after it. An elastic cell that lost nodes runs again on those left.
+CellStatus run_cell(const PlannedCell& planned, const LaunchOptions& options, ProgressSink& progress,
+                    bool& interrupted) {
+  progress.cell_started(planned);
+  const std::string start = utc_now_iso8601();
+  CellStatus running;
+  running.state = CellState::Running;
+  running.config_hash = planned.config_hash;
+  running.launcher = planned.emulated.enabled ? "emulated" : "local";
+  running.job = std::to_string(::getpid());
+  write_cell_status(planned.dir, running);
+  const LoadSample load_before = sample_load();
+  const nlohmann::json load_start{{"loadavg_start", load_before.loadavg}};
+  write_provenance(planned.dir, start, "", load_start);
+
+  nlohmann::json extra = nlohmann::json::object();
+  const auto record = [&](const nlohmann::json& cluster) {
+    extra["cluster"] = cluster;
+    write_provenance(planned.dir, start, "", load_start, extra);
+  };
+  PlannedCell cell = planned;
+  Attempt attempt;
+  for (;;) {
+    attempt = run_attempt(cell, options, progress, record, interrupted);
+    if (attempt.status.state != CellState::Failed || interrupted) break;
+    const std::vector<int> lost =
+        lost_nodes(attempt.status.failure, cell.nodes, cell.ranks_per_node, attempt.unreachable);
+    const std::optional<PlannedCell> next = shrunk_cell(cell, lost);
+    if (!next) break;
+    running.resizes.push_back(make_resize(cell, *next, lost, resize_reason(attempt)));
+    std::cerr << "cell " << cell.id << ": lost " << lost.size() << " of its " << cell.nodes << " nodes ("
+              << running.resizes.back().why << "); going on with " << next->nodes
+              << " from its last checkpoint (launcher.elastic.min_nodes " << cell.elastic_min_nodes << ")\n";
+    write_cell_status(cell.dir, running);
+    keep_evidence(cell.dir, running.resizes.size());
+    cell = *next;
+  }
+  if (!attempt.cluster.is_null()) extra["cluster"] = attempt.cluster;
+  if (planned.elastic_min_nodes > 0) {
+    annotate_elastic_summary(cell.dir, planned, cell.nodes, running.resizes);
+    extra["elastic"] = elastic_record(planned, cell.nodes, running.resizes, true);
+  }
+  CellStatus status = attempt.status;
   interrupted = interrupted || status.state == CellState::Interrupted;
-  nlohmann::json load = load_record(load_before, sample_load());
   status.launcher = running.launcher;
   status.job = running.job;
+  status.resizes = running.resizes;
   write_cell_status(cell.dir, status);
-  write_provenance(cell.dir, start, utc_now_iso8601(), load, extra);
-  progress.cell_finished(cell, status);
+  write_provenance(cell.dir, start, utc_now_iso8601(), load_record(load_before, sample_load()), extra);
+  progress.cell_finished(planned, status);
   return status;
 }
 
@@ -250,15 +335,15 @@ LaunchResult LocalLauncher::run(const std::vector<PlannedCell>& cells, const Lau
       result.stopped = true;
       break;
     }
-    const std::vector<std::string> argv = local_command(cell, local_threads_per_rank(cell));
     if (options.dry_run) {
+      const std::vector<std::string> argv = local_command(cell, local_threads_per_rank(cell));
       util::write_file_atomically(cell.dir / "command.txt",
                                   cell.emulated.enabled ? emulated_dry_run_line(cell, argv) : shell_line(argv) + "\n");
       ++result.submitted;
       continue;
     }
     bool interrupted = false;
-    const CellStatus status = run_cell(cell, argv, options, progress, interrupted);
+    const CellStatus status = run_cell(cell, options, progress, interrupted);
     switch (status.state) {
       case CellState::Ok: ++result.ok; break;
       case CellState::Timeout: ++result.timeout; break;

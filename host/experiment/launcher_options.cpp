@@ -35,4 +35,13 @@ const std::vector<host::HostOption>& link_options() {
   return options;
 }
 
+const std::vector<host::HostOption>& elastic_options() {
+  static const std::vector<host::HostOption> options{
+      {{"min_nodes", OptionType::Int, "0",
+        "the fewest nodes a cell may go on with after losing some (at most launcher.nodes; 0 = not elastic: a lost "
+        "node fails the cell)"},
+       {0, 1e5}}};
+  return options;
+}
+
 }  // namespace gradsweep::experiment

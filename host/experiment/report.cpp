@@ -4,6 +4,7 @@
 #include "experiment/comparison_table.hpp"
 #include "experiment/gnuplot_chart.hpp"
 #include "experiment/machine_load.hpp"
+#include "experiment/straggler_section.hpp"
 #include "experiment/report_page.hpp"
 #include "experiment/series_labels.hpp"
 #include "projection/projection_report.hpp"
@@ -343,6 +344,10 @@ Report write_report(const SweepPlan& plan, const ReportOptions& command_line) {
   md += report.markdown_table + "\n";
   md += report.comparison_markdown;
   md += projected.markdown;
+  if (const auto stragglers = straggler_section(plan, comparison)) {
+    md += section_markdown(*stragglers);
+    page.sections.push_back(*stragglers);
+  }
   if (const auto load = load_section(plan, comparison, report.warnings)) {
     md += section_markdown(*load);
     page.sections.push_back(*load);

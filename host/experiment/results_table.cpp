@@ -1,6 +1,7 @@
 #include "experiment/results_table.hpp"
 
 #include "experiment/cell_status.hpp"
+#include "experiment/elastic_cell.hpp"
 #include "util/atomic_file.hpp"
 
 #include <nlohmann/json.hpp>
@@ -63,6 +64,8 @@ ResultsTable collect_results(const SweepPlan& plan) {
   table.first_metric_column = table.columns.size();
   std::vector<std::string> metric_order;
   std::set<std::string> seen(table.columns.begin(), table.columns.end());
+  seen.insert("resized");
+  bool any_resized = false;
   for (const auto& cell : plan.cells) {
     std::map<std::string, std::string> row;
     row["id"] = cell.id;
@@ -78,7 +81,12 @@ ResultsTable collect_results(const SweepPlan& plan) {
       try {
         std::map<std::string, std::string> metrics;
         std::vector<std::string> order;
-        flatten(nlohmann::json::parse(in), "", metrics, order);
+        const nlohmann::json summary = nlohmann::json::parse(in);
+        if (std::string resized = resized_text(cell, status, summary); !resized.empty()) {
+          row["resized"] = std::move(resized);
+          any_resized = true;
+        }
+        flatten(summary, "", metrics, order);
         for (const auto& name : order) {
           // A summary key named like an axis or "status" keeps its own column under "summary.".
           const std::string column = (row.count(name) && name != "id") || name == "status" ? "summary." + name : name;
@@ -89,6 +97,12 @@ ResultsTable collect_results(const SweepPlan& plan) {
       }
     }
     table.rows.push_back(std::move(row));
+  }
+  // A cell that changed size mid-run is marked where it cannot be missed, beside its status; the column is there
+  // only when some cell did, since every other sweep would carry it empty.
+  if (any_resized) {
+    table.columns.insert(table.columns.begin() + static_cast<std::ptrdiff_t>(table.first_metric_column) - 1, "resized");
+    ++table.first_metric_column;
   }
   table.columns.insert(table.columns.end(), metric_order.begin(), metric_order.end());
   return table;

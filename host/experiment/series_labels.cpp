@@ -13,7 +13,10 @@ std::string without_options(const std::string& value) {
 std::vector<std::string> distinct_labels(const std::vector<AxisValues>& items, const std::string& fallback) {
   std::vector<std::string> labels(items.size());
   if (items.empty()) return labels;
-  const AxisValues& first = items.front();
+  // Items may carry axes past the others' (a resized cell's "resized", comparison.hpp): the longest names them.
+  AxisValues first = items.front();
+  for (const auto& item : items)
+    if (item.size() > first.size()) first = item;
   std::map<std::string, int> short_names;
   for (const auto& [axis, value] : first) ++short_names[axis.substr(axis.rfind('.') + 1)];
   for (std::size_t a = 0; a < first.size(); ++a) {
@@ -32,7 +35,8 @@ std::vector<std::string> distinct_labels(const std::vector<AxisValues>& items, c
     const std::string tail = axis.substr(axis.rfind('.') + 1);
     if (short_names[tail] == 1) axis = tail;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      const std::string& v = a < items[i].size() ? items[i][a].second : std::string();
+      if (a >= items[i].size()) continue;  // an item without the axis is told apart by the others having it
+      const std::string& v = items[i][a].second;
       labels[i] += (labels[i].empty() ? "" : " ") + axis + "=" + (names_suffice ? without_options(v) : v);
     }
   }

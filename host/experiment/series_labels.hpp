@@ -9,7 +9,9 @@
 
 namespace gradsweep::experiment {
 
-using AxisValues = std::vector<std::pair<std::string, std::string>>;  // (axis, value), same axes for all
+// (axis, value), the same axes in the same order for all items; an item may have more at the end (a resized
+// cell's "resized"), and is named by them.
+using AxisValues = std::vector<std::pair<std::string, std::string>>;
 
 // One label per item; `fallback` for every item when nothing differs.
 std::vector<std::string> distinct_labels(const std::vector<AxisValues>& items, const std::string& fallback);

@@ -3,6 +3,7 @@
 #include "experiment/cell_id.hpp"
 #include "experiment/data_facts.hpp"
 #include "experiment/emulated_cell.hpp"
+#include "experiment/elastic_cell.hpp"
 #include "experiment/launcher_options.hpp"
 #include "experiment/model_facts.hpp"
 #include "experiment/sweep_matrix.hpp"
@@ -155,6 +156,7 @@ struct LauncherSettings {
   sdk::Options slurm;
   std::vector<std::string> extra;  // launcher.slurm.extra: sbatch option lines
   std::vector<std::string> setup;  // launcher.slurm.setup: shell lines run before srun
+  int elastic_min_nodes = 0;       // launcher.elastic.min_nodes
   int nodes() const { return static_cast<int>(launcher.integer("nodes")); }
   int ranks_per_node() const { return static_cast<int>(launcher.integer("ranks_per_node")); }
 };
@@ -175,9 +177,10 @@ void read_lines(const YAML::Node& slurm_node, const char* key, const char* what,
 LauncherSettings resolve_launcher(const YAML::Node& root, Diagnostics& diag) {
   const YAML::Node launcher_node = root["launcher"];
   LauncherSettings s;
-  s.launcher = host::resolve_options(launcher_node, "launcher", launcher_options(), {"slurm", "link"}, diag);
+  s.launcher = host::resolve_options(launcher_node, "launcher", launcher_options(), {"slurm", "link", "elastic"}, diag);
   s.emulated = resolve_emulated_launcher(root, s.launcher.text("name"), s.launcher.text("dilation"),
                                          static_cast<int>(s.launcher.integer("nodes")), diag);
+  s.elastic_min_nodes = resolve_elastic(root, static_cast<int>(s.launcher.integer("nodes")), diag);
   if (s.launcher.has("threads"))
     host::check_threads_fit_machine(s.launcher.integer("threads"), node_for_key(root, "launcher.threads", false),
                                     "launcher.threads", diag);
@@ -291,6 +294,24 @@ void check_batch(const YAML::Node& cell, const host::CellConfig& config, int wor
   }
 }
 
+// An elastic cell may go on at any node count down to min_nodes; the batch must split at each of them (only
+// checked where every rank computes: a server's count does not shrink with the nodes).
+void check_elastic_batch(const CellTree& tree, const host::CellConfig& config, const LauncherSettings& launch,
+                         int computing, Diagnostics& diag) {
+  const int per_node = launch.ranks_per_node();
+  if (launch.elastic_min_nodes <= 0 || computing != launch.nodes() * per_node) return;
+  for (int n = launch.elastic_min_nodes; n < launch.nodes(); ++n) {
+    Diagnostics at_size(diag.file());
+    check_batch(tree.cell, config, n * per_node, n * per_node, at_size);
+    if (at_size.empty()) continue;
+    diag.error(node_for_key(tree.root, "launcher.elastic.min_nodes", false), "launcher.elastic.min_nodes",
+               "lets the cell go on with " + std::to_string(n) + " node(s) (" + std::to_string(n * per_node) +
+                   " ranks), over which train.batch_size " + std::to_string(config.train.batch_size) +
+                   " and its micro-batches do not split; raise min_nodes or pick a batch that splits at every size");
+    return;
+  }
+}
+
 // The launcher's threads per rank unless the cell sets its own.
 int threads_per_rank(const LauncherSettings& launch, const host::CellConfig& config) {
   return launch.launcher.integer("threads") > 0 && config.threads == 0
@@ -338,6 +359,7 @@ PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSettings& lau
   cell.rank_command = {binary.string(), "train", cell.config_file.string(), "--out", cell.dir.string()};
   cell.nodes = launch.nodes();
   cell.ranks_per_node = launch.ranks_per_node();
+  cell.elastic_min_nodes = launch.elastic_min_nodes;
   cell.cuda = host::is_cuda_device(config.device);
   cell.threads_per_rank = threads;
   cell.gpus_per_node = static_cast<int>(slurm.integer("gpus_per_node"));
@@ -414,6 +436,7 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
   const int computing =
       check_with_plugins(tree, *config, launch, plugin_options, registry, model_facts, model_info, plugin_diag);
   check_batch(tree.cell, *config, launch.nodes() * launch.ranks_per_node(), computing, plugin_diag);
+  check_elastic_batch(tree, *config, launch, computing, plugin_diag);
   check_cell_data(
       *config, model_info ? &*model_info : nullptr, data_facts,
       [&](const std::string& key) { return node_for_key(tree.cell, key, false); }, plugin_diag);

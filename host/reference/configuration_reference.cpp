@@ -73,6 +73,7 @@ std::string experiment_sections() {
          "\n`launcher.slurm.extra` (more sbatch options) and `launcher.slurm.setup` (shell lines run before srun) are "
          "lists of strings.\n";
   out += "\n### `launcher.link`\n\n" + host_table("launcher.link", experiment::link_options());
+  out += "\n### `launcher.elastic`\n\n" + host_table("launcher.elastic", experiment::elastic_options());
   return out;
 }
 

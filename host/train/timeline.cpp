@@ -1,6 +1,7 @@
 #include "train/timeline.hpp"
 
 #include "comm/flight_recorder.hpp"
+#include "train/timeline_link_probe.hpp"
 #include "train/trace_merge.hpp"
 
 #include <gradsweep/sdk/status.hpp>
@@ -241,6 +242,8 @@ void Timeline::write_line(const nlohmann::json& line) {
 nlohmann::json Timeline::finish() {
   if (part_.is_open())
     write_line({{"end", "completed"}, {"last_step", last_finished_}, {"at_ns", to_rank0(steady_ns())}});
+  // Before the allgather below: its take_stats() then drops the probe's traffic with the trainer's bookkeeping.
+  const nlohmann::json links = probe_links(comm_);
   const StepBreakdown& m = mean_;
   const torch::Tensor mine = torch::tensor({m.step, m.data, m.forward, m.backward, m.exposed_comm, m.update, m.wait,
                                             m.other, static_cast<double>(measured_), trace_s_, steps_s_},
@@ -280,6 +283,7 @@ nlohmann::json Timeline::finish() {
   }
   for (const StepBreakdown& b : ranks) j["by_rank"]["work_s"].push_back(b.work());
   if (!std::isfinite(j["straggler_index"].get<double>())) j["straggler_index"] = nullptr;
+  for (const auto& [key, value] : links.items()) j[key] = value;
   double share = 0;
   for (int r = 0; r < comm_.size(); ++r)
     if (a[r][kStepsField] > 0) share = std::max(share, a[r][kTraceField] / a[r][kStepsField]);

@@ -4,6 +4,7 @@
 // SIGKILL, and bad launcher keys refused with file:line:column before anything runs. Needs root and
 // `ip netns`; skips with the reason otherwise.
 #include "support/skip_rule.hpp"
+#include "emulated_test_support.hpp"
 #include "experiment/experiment_test_support.hpp"
 
 #include "experiment/cell_status.hpp"
@@ -25,44 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using experiment::CellState;
 
-std::string missing_requirement() {
-  if (::geteuid() != 0) return "not root: network namespaces need CAP_NET_ADMIN";
-  const CommandResult r = run_command("ip netns list");
-  if (r.exit_code != 0) return "`ip netns list` fails: " + r.output;
-  if (run_command("tc -V").exit_code != 0) return "no `tc`";
-  return "";
-}
-
-// Every object of cluster `name` still on the machine, one per line ("" when none is left).
-std::string objects_of(const std::string& name) {
-  const std::string prefix = "gsc-" + name + "-";
-  std::string found;
-  for (const char* cmd : {"ip netns list", "ip -o link show", "tc qdisc show"}) {
-    std::istringstream in(run_command(cmd).output);
-    for (std::string l; std::getline(in, l);)
-      if (l.find(prefix) != std::string::npos) found += std::string(cmd) + ": " + l + "\n";
-  }
-  if (read_text("/etc/hosts").find("gradsweep-cluster " + name + "\n") != std::string::npos)
-    found += "/etc/hosts entry\n";
-  if (fs::exists("/run/gradsweep/clusters/" + name)) found += "state directory\n";
-  return found;
-}
-
-nlohmann::json read_json(const fs::path& file) {
-  std::ifstream in(file);
-  return nlohmann::json::parse(in, nullptr, false);
-}
-
-template <typename F>
-bool wait_for(F condition, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return condition();
-}
-
 // The one cell directory of a sweep's output, once it exists.
 fs::path only_cell(const fs::path& out) {
   std::error_code ec;
@@ -70,39 +33,14 @@ fs::path only_cell(const fs::path& out) {
   return {};
 }
 
-// The cluster a running cell is on (its provenance says once the cluster is up), or "".
-std::string cluster_of(const fs::path& cell) {
-  const nlohmann::json p = read_json(cell / "provenance.json");
-  return p.is_object() && p.contains("cluster") ? p["cluster"].value("name", "") : "";
-}
-
 // True once the cell has saved a checkpoint: it is training (metrics.jsonl is written in blocks, so its
 // lines come late) and a stop now leaves something to resume from.
 bool checkpointed(const fs::path& cell) { return fs::exists(cell / "checkpoint"); }
 
-const char* kRootEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
-
-CommandResult run_sweep(const fs::path& exp, const fs::path& out, const std::string& flags = "") {
-  return run_command(std::string(kRootEnv) + "timeout -k 5 240 " +
-                     gradsweep("run " + exp.string() + " --out " + out.string() + " " + flags));
-}
-
-// `gradsweep run` in the background, its output in `log`.
-pid_t start_sweep(const fs::path& exp, const fs::path& out, const fs::path& log) {
-  const std::string cmd = std::string("exec env ") + kRootEnv +
-                          gradsweep("run " + exp.string() + " --out " + out.string()) + " >" + log.string() + " 2>&1";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    ::_exit(127);
-  }
-  return pid;
-}
-
 class EmulatedSweep : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string why = missing_requirement();
+    const std::string why = missing_cluster_requirement();
     if (!why.empty()) GRADSWEEP_SKIP_UNLESS_CI_AS_ROOT("needs root and ip netns: " + why);
   }
 };
@@ -219,12 +157,7 @@ TEST_F(EmulatedSweep, RankKilledMidStepFailsItsCellTearsItsClusterDownAndTheSwee
       90))
       << read_text(dir / "out.log");
   name = cluster_of(cell);
-  std::istringstream pids(run_command("ip netns pids gsc-" + name + "-n1").output);
-  int killed = 0;
-  for (std::string p; pids >> p;)
-    if (run_command("tr '\\0' ' ' < /proc/" + p + "/cmdline").output.find(" train ") != std::string::npos &&
-        ::kill(std::stoi(p), SIGKILL) == 0)
-      ++killed;
+  const int killed = kill_ranks_in("gsc-" + name + "-n1");
   ASSERT_EQ(killed, 1) << "no rank found on node 1 of " << name;
   const auto killed_at = std::chrono::steady_clock::now();
   int status = 0;

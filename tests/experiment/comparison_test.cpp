@@ -116,6 +116,52 @@ TEST(Comparison, ReportTablesAndColumns) {
   EXPECT_NE(csv.find("not reached"), std::string::npos);
 }
 
+// An elastic cell that lost a node mixes two cluster sizes: never pooled with the cells that kept theirs.
+TEST(Comparison, AResizedCellIsAGroupOfItsOwnAndMarkedInTheResults) {
+  const SweepPlan plan = sweep(test::scratch_dir());
+  CellStatus status = read_cell_status(plan.cells[4].dir);  // ring, round 1
+  status.resizes = {{4, 3, {3}, "killed: rank 3 signal 9", "2026-01-01T00:00:00Z"}};
+  write_cell_status(plan.cells[4].dir, status);
+  ReportOptions options;
+  options.baseline = "single";
+  const Comparison c = compare_cells(plan, options, "--baseline", "--target-loss");
+  ASSERT_EQ(c.groups.size(), 5u);
+  EXPECT_EQ(c.groups[1].label, "strategy=ring");
+  EXPECT_EQ(c.groups[1].finished, 2) << "the resized round left the ring group";
+  const CellGroup& resized = c.groups[static_cast<std::size_t>(c.cells[4].group)];
+  EXPECT_EQ(resized.label, "strategy=ring resized=4->3 nodes");
+  EXPECT_EQ(resized.cells, std::vector<int>{4});
+  write_report(plan, options);
+  const std::string csv = test::read_text(plan.out_dir / "results.csv");
+  EXPECT_NE(csv.find(",ok,,4->3 nodes,"), std::string::npos) << csv;
+  EXPECT_NE(csv.substr(0, csv.find('\n')).find(",status,failure,resized,reason,"), std::string::npos) << csv;
+}
+
+// The report names the cells with a straggler: a slow rank, or the node whose link the probe found slow.
+TEST(Comparison, TheReportNamesTheCellsWithAStragglerAndWho) {
+  const SweepPlan plan = sweep(test::scratch_dir());
+  const auto with_breakdown = [&](int cell, const nlohmann::json& breakdown) {
+    nlohmann::json s = nlohmann::json::parse(test::read_text(plan.cells[cell].dir / "summary.json"));
+    s["step_breakdown"] = breakdown;
+    test::write_text(plan.cells[cell].dir / "summary.json", s.dump());
+  };
+  with_breakdown(0, {{"straggler_index", 1.05}, {"slowest_rank", 1}, {"link_straggler_index", 1.1}});
+  with_breakdown(3, {{"straggler_index", 1.02},
+                     {"slowest_rank", 0},
+                     {"link_straggler_index", 350.0},
+                     {"slow_link_rank", 3},
+                     {"slow_link_host", "gsc-nf-n3"}});
+  with_breakdown(6, {{"straggler_index", 1.9}, {"slowest_rank", 2}, {"link_straggler_index", nullptr}});
+  write_report(plan, ReportOptions{});
+  const std::string md = test::read_text(plan.out_dir / "report.md");
+  EXPECT_NE(md.find("## Stragglers"), std::string::npos) << md;
+  EXPECT_NE(md.find("| " + plan.cells[3].id + " | strategy=ring |  | 350 (rank 3) | gsc-nf-n3 |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| " + plan.cells[6].id + " | strategy=same | 1.9 (rank 2) |  |  |"), std::string::npos) << md;
+  const std::string section = md.substr(md.find("## Stragglers"));
+  EXPECT_EQ(section.find("| " + plan.cells[0].id + " |"), std::string::npos) << "an even cell has no straggler";
+}
+
 TEST(Comparison, BadBaselineWritesNothing) {
   const SweepPlan plan = sweep(test::scratch_dir());
   ReportOptions options;

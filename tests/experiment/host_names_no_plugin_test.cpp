@@ -62,6 +62,8 @@ const std::set<std::pair<std::string, std::string>> kAllowed{
     {"projection.cpp", "overlap"},
     // A word of the kit's generated corpus text.
     {"kit_workspace.cpp", "rank"},
+    // The link probe's record of each node's first rank in summary.json (a plugin has a `rank` option).
+    {"timeline_link_probe.cpp", "rank"},
     // Kernel classes and the words of kernel names that sort them (attention kernels, dropout kernels);
     // gpt2 and llama happen to have `attention` and `dropout` options.
     {"kernel_profile.cpp", "attention"},

@@ -1,0 +1,117 @@
+#include "experiment/elastic_cell.hpp"
+
+#include "config/option_schema.hpp"
+#include "experiment/launcher_options.hpp"
+#include "util/atomic_file.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+
+namespace gradsweep::experiment {
+namespace fs = std::filesystem;
+
+int resolve_elastic(const YAML::Node& root, int nodes, host::Diagnostics& diag) {
+  const YAML::Node launcher = root["launcher"];
+  if (!launcher || !launcher.IsMap() || !launcher["elastic"]) return 0;
+  const YAML::Node section = launcher["elastic"];
+  if (!section.IsMap()) {
+    diag.error(section, "launcher.elastic", "expected a mapping, e.g. {min_nodes: 2}");
+    return 0;
+  }
+  const sdk::Options options = host::resolve_options(section, "launcher.elastic", elastic_options(), {}, diag);
+  const int min_nodes = static_cast<int>(options.integer("min_nodes"));
+  const YAML::Node where = section["min_nodes"] ? section["min_nodes"] : section;
+  if (min_nodes < 1 || min_nodes > nodes)
+    diag.error(where, "launcher.elastic.min_nodes",
+               std::to_string(min_nodes) + " is not between 1 and the cell's " + std::to_string(nodes) +
+                   " node(s): it is the fewest nodes the cell may go on with after losing some");
+  return min_nodes;
+}
+
+std::vector<int> culprit_ranks(const std::string& failure) {
+  // The two culprit-naming forms of classify_failure (cell_status.hpp).
+  static const std::regex killed("^killed: rank ([0-9]+) "), behind("^hang: ranks? ([0-9,]+) did not finish ");
+  std::smatch m;
+  std::vector<int> ranks;
+  if (std::regex_search(failure, m, killed)) {
+    ranks.push_back(std::stoi(m[1].str()));
+  } else if (std::regex_search(failure, m, behind)) {
+    const std::string list = m[1].str();
+    for (std::size_t at = 0; at < list.size();) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      if (comma > at) ranks.push_back(std::stoi(list.substr(at, comma - at)));
+      at = comma + 1;
+    }
+  }
+  return ranks;
+}
+
+std::vector<int> lost_nodes(const std::string& failure, int nodes, int ranks_per_node,
+                            const std::vector<int>& unreachable) {
+  std::vector<int> lost;
+  for (const int rank : culprit_ranks(failure))
+    if (rank >= 0 && rank / std::max(1, ranks_per_node) < nodes) lost.push_back(rank / std::max(1, ranks_per_node));
+  for (const int node : unreachable)
+    if (node >= 0 && node < nodes) lost.push_back(node);
+  std::sort(lost.begin(), lost.end());
+  lost.erase(std::unique(lost.begin(), lost.end()), lost.end());
+  return lost;
+}
+
+std::optional<PlannedCell> shrunk_cell(const PlannedCell& running, const std::vector<int>& lost) {
+  const int left = running.nodes - static_cast<int>(lost.size());
+  if (running.elastic_min_nodes <= 0 || lost.empty() || left < running.elastic_min_nodes) return std::nullopt;
+  PlannedCell next = running;
+  next.nodes = left;
+  return next;
+}
+
+CellResize make_resize(const PlannedCell& from, const PlannedCell& to, const std::vector<int>& lost,
+                       const std::string& why) {
+  return {from.nodes, to.nodes, lost, why, utc_now_iso8601()};
+}
+
+nlohmann::json elastic_record(const PlannedCell& planned, int nodes_at_end, const std::vector<CellResize>& resizes,
+                              bool with_changes) {
+  nlohmann::json j{{"min_nodes", planned.elastic_min_nodes},
+                   {"planned_nodes", planned.nodes},
+                   {"nodes", nodes_at_end},
+                   {"resized", resize_history(resizes)}};
+  if (!with_changes) return j;
+  j["resizes"] = nlohmann::json::array();
+  for (const CellResize& r : resizes)
+    j["resizes"].push_back({{"from_nodes", r.from_nodes},
+                            {"to_nodes", r.to_nodes},
+                            {"lost_nodes", r.lost_nodes},
+                            {"why", r.why},
+                            {"at", r.at}});
+  return j;
+}
+
+std::string resized_text(const PlannedCell& planned, const CellStatus& status, const nlohmann::json& summary) {
+  if (!status.resizes.empty()) return resize_history(status.resizes);
+  if (!summary.is_object()) return "";
+  const int world = summary.value("world_size", planned.world_size());
+  const nlohmann::json resharded = summary.value("resharded", nlohmann::json());
+  const int from = resharded.is_object() ? resharded.value("from_world_size", world) : planned.world_size();
+  if (from == world && world == planned.world_size()) return "";
+  std::string text = std::to_string(planned.world_size());
+  if (from != planned.world_size()) text += "->" + std::to_string(from);
+  return text + "->" + std::to_string(world) + " ranks";
+}
+
+void annotate_elastic_summary(const fs::path& cell_dir, const PlannedCell& planned, int nodes_at_end,
+                              const std::vector<CellResize>& resizes) {
+  const fs::path file = cell_dir / "summary.json";
+  std::ifstream in(file);
+  if (!in) return;
+  nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+  if (!summary.is_object()) return;
+  summary["elastic"] = elastic_record(planned, nodes_at_end, resizes, false);
+  util::write_file_atomically(file, summary.dump(2) + "\n");
+}
+
+}  // namespace gradsweep::experiment
