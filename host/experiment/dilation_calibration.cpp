@@ -7,7 +7,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -58,20 +57,15 @@ std::vector<std::string> calibration_argv(const PlannedCell& cell, int threads, 
   return mpirun_command(cell.ranks_per_node, threads, argv);
 }
 
-// In the forked child: real-time round-robin (priority 1, the lowest) when the node's ranks fit the cores,
-// so that they run as on a node of their own; else, or without the privilege, the highest nice. Round-robin
-// rather than FIFO: ranks that wait for each other by polling still take turns. Returns what it got.
-char raise_priority(int ranks) {
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  sched_param param{};
-  param.sched_priority = 1;
-  if (ranks <= cores && ::sched_setscheduler(0, SCHED_RR, &param) == 0) return 'r';
-  return ::setpriority(PRIO_PROCESS, 0, -20) == 0 ? 'n' : '-';
-}
+// In the forked child: the highest nice, so that the calibration takes the cores before other work of normal
+// priority. Not real-time scheduling, which would be closer to a node of its own: for its seconds it would starve
+// whatever else runs on the machine (another test's timed collective, the user's editor). The reference is the
+// best calibration so far, which absorbs the slow ones. Returns what it got.
+char raise_priority() { return ::setpriority(PRIO_PROCESS, 0, -20) == 0 ? 'n' : '-'; }
 
 // Starts argv in a process group of its own, stdout and stderr to `log` after its command line, at raised priority;
 // `how` gets what raise_priority obtained. Like spawn_job (launcher_local.hpp), the job dies with this process.
-pid_t spawn_prioritized(const std::vector<std::string>& argv, const fs::path& log, int ranks, char& how) {
+pid_t spawn_prioritized(const std::vector<std::string>& argv, const fs::path& log, char& how) {
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   int report[2];
   if (fd < 0 || ::pipe2(report, O_CLOEXEC) != 0) throw std::runtime_error(log.string() + ": cannot open");
@@ -83,7 +77,7 @@ pid_t spawn_prioritized(const std::vector<std::string>& argv, const fs::path& lo
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(128 + SIGKILL);
     ::setpgid(0, 0);
-    const char got = raise_priority(ranks);
+    const char got = raise_priority();
     [[maybe_unused]] const ssize_t w = ::write(report[1], &got, 1);
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
@@ -184,8 +178,8 @@ void measure(ComputeReference& ref, const PlannedCell& cell, int threads, int st
     fs::remove_all(dir, ec);  // a previous run's: its checkpoint-free output must not be resumed or read
     fs::create_directories(dir);
     char how = '-';
-    const pid_t pid = spawn_prioritized(calibration_argv(cell, threads, steps, dir), log, cell.ranks_per_node, how);
-    ref.scheduling = how == 'r' ? "realtime" : how == 'n' ? "nice -20" : "normal";
+    const pid_t pid = spawn_prioritized(calibration_argv(cell, threads, steps, dir), log, how);
+    ref.scheduling = how == 'n' ? "nice -20" : "normal";
     const int code = wait_until(pid, deadline_s);
     fs::remove_all(dir / "checkpoint", ec);  // the trainer's final one: as large as the model and never read
     if (code != 0) {

@@ -28,7 +28,7 @@ struct ComputeReference {
   double seconds = 0;      // the reference: the best of `calibrations` measured ones; 0 when there is none
   double measured = 0;     // this cell's own calibration (its best step); 0 when it failed
   int calibrations = 0;    // how many calibrations of this computation on this machine `seconds` is the best of
-  std::string scheduling;  // how this cell's calibration ran: "realtime", "nice -20" or "normal"
+  std::string scheduling;  // how this cell's calibration ran: "nice -20" or "normal"
   std::string problem;     // why this cell's calibration failed ("" when it did not)
 };
 
