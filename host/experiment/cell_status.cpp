@@ -105,13 +105,6 @@ CellStatus read_cell_status(const fs::path& cell_dir) {
 
 void write_cell_status(const fs::path& cell_dir, CellStatus status) {
   status.updated = utc_now_iso8601();
-  nlohmann::json resizes = nlohmann::json::array();
-  for (const CellResize& r : status.resizes)
-    resizes.push_back({{"from_nodes", r.from_nodes},
-                       {"to_nodes", r.to_nodes},
-                       {"lost_nodes", r.lost_nodes},
-                       {"why", r.why},
-                       {"at", r.at}});
   nlohmann::json j{{"state", to_string(status.state)},
                    {"config_hash", status.config_hash},
                    {"reason", status.reason},
@@ -120,8 +113,19 @@ void write_cell_status(const fs::path& cell_dir, CellStatus status) {
                    {"launcher", status.launcher},
                    {"job", status.job},
                    {"updated", status.updated}};
-  if (!status.resizes.empty()) j["resizes"] = resizes;
+  if (!status.resizes.empty()) j["resizes"] = resizes_json(status.resizes);
   util::write_file_atomically(cell_dir / kStatusFile, j.dump(2) + "\n");
+}
+
+nlohmann::json resizes_json(const std::vector<CellResize>& resizes) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const CellResize& r : resizes)
+    list.push_back({{"from_nodes", r.from_nodes},
+                    {"to_nodes", r.to_nodes},
+                    {"lost_nodes", r.lost_nodes},
+                    {"why", r.why},
+                    {"at", r.at}});
+  return list;
 }
 
 std::string resize_history(const std::vector<CellResize>& resizes) {

@@ -12,6 +12,8 @@
 // A cell is done when state is ok and config_hash is the hash of the configuration planned now (see
 // launcher.hpp). "interrupted" (Ctrl-C, scancel, requeue) and "running" are not done: the next run resumes
 // the cell from its checkpoint. No status.json = pending.
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -45,6 +47,9 @@ struct CellStatus {
   // Every change of the cell's node count, oldest first; empty for a cell that ran at its planned size.
   std::vector<CellResize> resizes;
 };
+
+// The changes as status.json (and provenance.json's "elastic") lists them.
+nlohmann::json resizes_json(const std::vector<CellResize>& resizes);
 
 // "4->3 nodes": the node counts an elastic cell went through; "" when it never changed size.
 std::string resize_history(const std::vector<CellResize>& resizes);

@@ -81,13 +81,7 @@ nlohmann::json elastic_record(const PlannedCell& planned, int nodes_at_end, cons
                    {"nodes", nodes_at_end},
                    {"resized", resize_history(resizes)}};
   if (!with_changes) return j;
-  j["resizes"] = nlohmann::json::array();
-  for (const CellResize& r : resizes)
-    j["resizes"].push_back({{"from_nodes", r.from_nodes},
-                            {"to_nodes", r.to_nodes},
-                            {"lost_nodes", r.lost_nodes},
-                            {"why", r.why},
-                            {"at", r.at}});
+  j["resizes"] = resizes_json(resizes);
   return j;
 }
 
