@@ -11,11 +11,11 @@ cd "$(dirname "$0")/.."
 
 # In-process tests, no mpirun: each runs its code in the test process itself (the data pipeline, the
 # flight recorder, the compressors and the sampled strategy's parts, the model plugins loaded as the host
-# loads them, planning statistics, cluster specs, Slurm batch scripts), and the collectives over
+# loads them, planning, the analysis' statistics and comparisons, cluster specs, Slurm batch scripts), and the collectives over
 # thread-ranks: the harness itself, the strategies' common parts (flat layouts, buckets, the mixed-precision
 # step) and the parameter-server protocol, with their failure paths (a rank that throws mid-collective).
 TESTS=(test_data test_flight_recorder test_sampled_parts test_compression_parts test_models test_cluster_spec
-       test_experiment_stats test_slurm_script test_thread_ranks test_common_parts test_ps_protocol)
+       test_experiment_stats test_analysis test_slurm_script test_thread_ranks test_common_parts test_ps_protocol)
 
 selected=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do selected+=("$1"); shift; done
@@ -26,7 +26,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do selected+=("$1"); shift; done
 targets=("${selected[@]}")
 for t in "${selected[@]}"; do
   case $t in
-    test_data | test_thread_ranks | test_common_parts | test_ps_protocol) ;;
+    test_data | test_analysis | test_thread_ranks | test_common_parts | test_ps_protocol) ;;
     test_models) targets+=(gradsweep gradsweep_model_gpt2 gradsweep_model_lstm_lm) ;;
     # plans tiny gpt2 sweeps of single and ring: the registry must find those plugins
     test_experiment_stats) targets+=(gradsweep gradsweep_model_gpt2 gradsweep_strategy_single gradsweep_strategy_ring) ;;

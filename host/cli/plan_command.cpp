@@ -17,7 +17,7 @@ struct PlanArgs {
   std::size_t max_cells = kDefaultMaxCells;
 };
 
-std::string resources(const PlannedCell& cell) {
+std::string resources(const runs::PlannedCell& cell) {
   std::string text = std::to_string(cell.nodes) + "x" + std::to_string(cell.ranks_per_node) + " ranks, " +
                      std::to_string(local_threads_per_rank(cell)) + " thr";
   if (cell.threads_per_rank == 0) text += " (auto)";
@@ -41,19 +41,19 @@ void register_plan_command(CLI::App& app) {
   cmd->callback([args] {
     const LoadedSweep sweep =
         load_sweep(args->experiment, args->out, args->overrides, args->max_cells, CellFiles::Skip);
-    const SweepPlan& plan = sweep.plan;
+    const runs::SweepPlan& plan = sweep.plan;
     std::map<std::string, int> counts;
     std::cout << "experiment " << plan.name << " -> " << plan.out_dir.string() << "\n";
     std::cout << "id            state        resources                       axes\n";
     for (const auto& cell : plan.cells) {
-      const CellStatus status = current_status(cell);
-      const std::string state = status.state == CellState::Ok ? "done" : to_string(status.state);
+      const runs::CellStatus status = runs::current_status(cell);
+      const std::string state = status.state == runs::CellState::Ok ? "done" : to_string(status.state);
       ++counts[state];
       std::string res = resources(cell);
       res.resize(std::max<std::size_t>(res.size(), 31), ' ');
       std::string st = state;
       st.resize(12, ' ');
-      std::cout << cell.id << "  " << st << " " << res << " " << axes_text(cell) << "\n";
+      std::cout << cell.id << "  " << st << " " << res << " " << runs::axes_text(cell) << "\n";
     }
     std::cout << plan.cells.size() << " cell" << (plan.cells.size() == 1 ? "" : "s");
     if (plan.duplicates > 0) std::cout << " (" << plan.duplicates << " duplicate combinations merged)";

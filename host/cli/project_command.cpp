@@ -1,7 +1,7 @@
 #include "cli/project_command.hpp"
 
 #include "experiment/sweep_setup.hpp"
-#include "projection/projection.hpp"
+#include "analysis/projection.hpp"
 #include "util/atomic_file.hpp"
 
 #include <iostream>
@@ -11,7 +11,7 @@
 
 namespace gradsweep::cli {
 namespace fs = std::filesystem;
-using namespace gradsweep::projection;
+using namespace gradsweep::analysis;
 
 namespace {
 struct ProjectArgs {
@@ -102,14 +102,14 @@ void register_project_command(CLI::App& app) {
                   "the one-rank cells ran on)")
       ->check(CLI::PositiveNumber);
   cmd->callback([args] {
-    experiment::SweepPlan plan;
+    runs::SweepPlan plan;
     if (fs::is_directory(args->experiment)) {
       if (!fs::exists(fs::path(args->experiment) / "plan.json"))
         throw std::invalid_argument(args->experiment +
                                     " holds no sweep (no plan.json): give the experiment file, or "
                                     "run it first: `gradsweep run EXP.yaml --out " +
                                     args->experiment + "`");
-      plan = experiment::read_plan(args->experiment);
+      plan = runs::read_plan(args->experiment);
     } else {
       plan = experiment::load_sweep(args->experiment, args->out, args->overrides, experiment::kDefaultMaxCells,
                                     experiment::CellFiles::Skip)

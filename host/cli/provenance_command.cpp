@@ -1,6 +1,6 @@
 #include "cli/provenance_command.hpp"
 
-#include "experiment/cell_status.hpp"
+#include "runs/cell_status.hpp"
 #include "experiment/provenance.hpp"
 
 #include <filesystem>
@@ -19,7 +19,7 @@ void register_provenance_command(CLI::App& app) {
   cmd->add_flag("--end", *end, "The cell ended now: keep the recorded start, end = now")->excludes(start_flag);
   cmd->callback([dir, start, end] {
     if (!*start && !*end) throw CLI::ValidationError("cell-provenance", "give --start or --end");
-    const std::string now = experiment::utc_now_iso8601();
+    const std::string now = runs::utc_now_iso8601();
     if (*start) {
       experiment::write_provenance(*dir, now, "");
       return;

@@ -1,6 +1,7 @@
 #include "cli/report_command.hpp"
 
-#include "experiment/report.hpp"
+#include "analysis/report.hpp"
+#include "experiment/report_options_reader.hpp"
 #include "tracking/cell_replay.hpp"
 #include "tracking/report_run.hpp"
 
@@ -9,6 +10,7 @@
 
 namespace gradsweep::cli {
 using namespace gradsweep::experiment;
+using namespace gradsweep::analysis;
 
 namespace {
 // After the cells, the sweep's report (when `gradsweep report` or `run` wrote one) goes to its own run.
@@ -51,10 +53,11 @@ void register_report_command(CLI::App& app) {
   cmd->callback([args, cmd] {
     // The push reads only the cells' files and writes nothing: a report is a separate, repeatable step.
     if (args->push) return push_all(args->dir, args->tracking);
-    ReportOptions options;
+    runs::ReportOptions options;
     options.baseline = args->baseline;
     if (cmd->count("--target-loss") > 0) options.target_loss = args->target_loss;
-    const Report report = write_report(read_plan(args->dir), options);
+    const runs::SweepPlan plan = runs::read_plan(args->dir);
+    const Report report = write_report(plan, experiment::read_report_options(plan.out_dir), options);
     std::cout << report.markdown_table << "\n" << report.comparison_markdown;
     const auto out = std::filesystem::absolute(args->dir).lexically_normal();
     std::cout << "results: " << (out / "results.csv").string() << "\nreport:  " << (out / "report.md").string() << ", "

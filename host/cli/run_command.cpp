@@ -2,7 +2,8 @@
 
 #include "experiment/launcher_local.hpp"
 #include "experiment/progress_display.hpp"
-#include "experiment/report.hpp"
+#include "experiment/report_options_reader.hpp"
+#include "analysis/report.hpp"
 #include "experiment/run_lock.hpp"
 #include "experiment/slurm/slurm_launcher.hpp"
 #include "experiment/sweep_setup.hpp"
@@ -19,6 +20,7 @@
 
 namespace gradsweep::cli {
 using namespace gradsweep::experiment;
+using namespace gradsweep::analysis;
 namespace fs = std::filesystem;
 
 namespace {
@@ -37,12 +39,12 @@ constexpr int kSomeFailed = 1;
 constexpr int kInterrupted = 130;
 
 // The sweep's state after this run, as the last line says it: "sweep incomplete: 1 of 3 cells failed".
-int sweep_exit_code(const SweepPlan& plan) {
+int sweep_exit_code(const runs::SweepPlan& plan) {
   int failed = 0, ok = 0;
   for (const auto& cell : plan.cells) {
-    const CellState state = current_status(cell).state;
-    failed += state == CellState::Failed || state == CellState::Timeout;
-    ok += state == CellState::Ok;
+    const runs::CellState state = runs::current_status(cell).state;
+    failed += state == runs::CellState::Failed || state == runs::CellState::Timeout;
+    ok += state == runs::CellState::Ok;
   }
   const int total = static_cast<int>(plan.cells.size());
   if (failed > 0) {
@@ -76,23 +78,24 @@ std::unique_ptr<Launcher> make_launcher(const std::string& name, const fs::path&
 }
 
 // Which cells to launch, and why the others are not launched.
-std::vector<PlannedCell> cells_to_run(const SweepPlan& plan, const RunArgs& args, int& done, int& skipped_failed) {
-  std::vector<PlannedCell> cells;
+std::vector<runs::PlannedCell> cells_to_run(const runs::SweepPlan& plan, const RunArgs& args, int& done,
+                                            int& skipped_failed) {
+  std::vector<runs::PlannedCell> cells;
   for (const auto& cell : plan.cells) {
-    const CellStatus status = read_cell_status(cell.dir);
+    const runs::CellStatus status = runs::read_cell_status(cell.dir);
     const bool same_config = status.config_hash.empty() || status.config_hash == cell.config_hash;
-    PlannedCell c = cell;
+    runs::PlannedCell c = cell;
     if (args.force || !same_config) {
       // From scratch: a checkpoint of another configuration (or one the user wants redone) is not resumed.
       c.rank_command.push_back("--fresh");
       cells.push_back(std::move(c));
       continue;
     }
-    if (status.state == CellState::Ok) {
+    if (status.state == runs::CellState::Ok) {
       ++done;
       continue;
     }
-    if ((status.state == CellState::Failed || status.state == CellState::Timeout) && !args.retry_failed) {
+    if ((status.state == runs::CellState::Failed || status.state == runs::CellState::Timeout) && !args.retry_failed) {
       ++skipped_failed;
       continue;
     }
@@ -118,7 +121,7 @@ int run_sweep(const RunArgs& args) {
   if (args.force && args.retry_failed)
     throw std::runtime_error("--force already reruns every cell; drop --retry-failed");
   const LoadedSweep sweep = load_sweep(args.experiment, args.out, args.overrides, args.max_cells);
-  const SweepPlan& plan = sweep.plan;
+  const runs::SweepPlan& plan = sweep.plan;
   if (args.launcher == "slurm")
     for (const auto& cell : plan.cells)
       if (cell.emulated.enabled)
@@ -128,13 +131,13 @@ int run_sweep(const RunArgs& args) {
   const RunLock lock(plan.out_dir);  // before anything in DIR is written
   std::string experiment_text = sweep.experiment.text;
   for (const auto& o : args.overrides) experiment_text += "\n# --set " + o;
-  write_plan(plan, experiment_text + "\n");
+  runs::write_plan(plan, experiment_text + "\n");
   write_tensorboard_experiment(plan);
   // Each cell's MLflow run goes into the experiment named after the sweep (train/mlflow_log.hpp).
-  for (const PlannedCell& cell : plan.cells) tracking::write_sweep_name(cell.dir, plan.name);
+  for (const runs::PlannedCell& cell : plan.cells) tracking::write_sweep_name(cell.dir, plan.name);
 
   int done = 0, skipped_failed = 0;
-  const std::vector<PlannedCell> cells = cells_to_run(plan, args, done, skipped_failed);
+  const std::vector<runs::PlannedCell> cells = cells_to_run(plan, args, done, skipped_failed);
   std::cerr << "experiment " << plan.name << ": " << plan.cells.size() << " cells, " << done << " done, "
             << cells.size() << " to run";
   if (skipped_failed > 0) std::cerr << ", " << skipped_failed << " failed left alone (--retry-failed reruns them)";
@@ -155,7 +158,7 @@ int run_sweep(const RunArgs& args) {
               << (plan.out_dir / "cells" / "<id>" / "command.txt").string() << "\n";
     return 0;
   }
-  const Report report = write_report(plan);
+  const Report report = write_report(plan, experiment::read_report_options(plan.out_dir));
   push_report_if_tracked(plan.out_dir);
   std::cout << report.markdown_table << "\n";
   std::cerr << "results: " << (plan.out_dir / "results.csv").string()

@@ -17,7 +17,7 @@ void register_status_command(CLI::App& app) {
       app.add_subcommand("status", "Show the progress of a sweep (its output directory), also while it runs");
   cmd->add_option("dir", *dir, "Output directory of `gradsweep run`")->required()->check(CLI::ExistingDirectory);
   cmd->callback([dir] {
-    const SweepPlan plan = read_plan(*dir);
+    const runs::SweepPlan plan = runs::read_plan(*dir);
     // Cells handed to Slurm that have not written their outcome: status.json alone would say "running"
     // for a task Slurm has cancelled (queue_status.hpp). Slurm's answer replaces it, and an outcome Slurm
     // knows for sure is written down.
@@ -29,15 +29,15 @@ void register_status_command(CLI::App& app) {
     std::cout << "experiment " << plan.name << " (" << plan.out_dir.string() << ")\n";
     for (const auto& cell : plan.cells) {
       const auto from_slurm = slurm.cells.find(cell.id);
-      const CellStatus status = from_slurm != slurm.cells.end() ? from_slurm->second : current_status(cell);
+      const runs::CellStatus status = from_slurm != slurm.cells.end() ? from_slurm->second : runs::current_status(cell);
       ++counts[to_string(status.state)];
       std::string line = cell.id + "  " + to_string(status.state);
-      if (status.state == CellState::Running) {
+      if (status.state == runs::CellState::Running) {
         if (const auto latest = read_latest_step(cell.dir); latest && latest->step >= 0)
           line += " step " + std::to_string(latest->step + 1) + "/" + std::to_string(cell.steps) + ", " +
                   std::to_string(static_cast<long>(latest->tokens_per_sec)) + " tokens/s";
       }
-      line += "  " + axes_text(cell);
+      line += "  " + runs::axes_text(cell);
       if (!status.reason.empty()) line += "\n    " + status.reason;
       std::cout << line << "\n";
     }

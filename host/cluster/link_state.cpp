@@ -2,6 +2,9 @@
 
 #include "cluster/system_command.hpp"
 
+#include <fstream>
+#include <string>
+
 namespace gradsweep::cluster {
 
 std::vector<int> nodes_with_link_down(const ClusterSpec& spec) {
@@ -14,6 +17,24 @@ std::vector<int> nodes_with_link_down(const ClusterSpec& spec) {
     if (!carrier) down.push_back(node);
   }
   return down;
+}
+
+namespace {
+std::uint64_t counter(const std::string& link, const char* name) {
+  std::ifstream in("/sys/class/net/" + link + "/statistics/" + name);
+  std::uint64_t value = 0;
+  return (in >> value) ? value : 0;
+}
+}  // namespace
+
+std::vector<LinkBytes> link_bytes(const ClusterSpec& spec) {
+  std::vector<LinkBytes> bytes;
+  for (int node = 0; node < spec.nodes; ++node) {
+    const std::string link = spec.veth_name(node);
+    // The bridge's end: what it receives came from the node, what it transmits goes to the node.
+    bytes.push_back({counter(link, "rx_bytes"), counter(link, "tx_bytes")});
+  }
+  return bytes;
 }
 
 }  // namespace gradsweep::cluster

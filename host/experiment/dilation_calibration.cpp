@@ -43,7 +43,7 @@ int calibration_steps(double cached_best_s) {
 // so that each rank computes the batch it has in the cell. What the measurement does not need is off:
 // checkpoints, the trace, TensorBoard and MLflow (a calibration is no run of its own), and the peak FLOP/s
 // measurement (MFU is not read).
-std::vector<std::string> calibration_argv(const PlannedCell& cell, int threads, int steps, const fs::path& out) {
+std::vector<std::string> calibration_argv(const runs::PlannedCell& cell, int threads, int steps, const fs::path& out) {
   const YAML::Node config = YAML::LoadFile(cell.config_file.string());
   const std::int64_t batch = config["train"]["batch_size"].as<std::int64_t>();
   const std::int64_t node_batch = batch / cell.world_size() * cell.ranks_per_node;
@@ -118,7 +118,7 @@ int wait_until(pid_t pid, double deadline_s) {
 // What makes one node's step take the time it takes: the model, the strategy (its precision), what each
 // rank computes per step, threads, ranks per node, the device; and the machine. Not the data, the steps or
 // the learning rate.
-std::string computation_key(const PlannedCell& cell, int threads) {
+std::string computation_key(const runs::PlannedCell& cell, int threads) {
   const YAML::Node config = YAML::LoadFile(cell.config_file.string());
   YAML::Emitter model, strategy;
   model << config["model"];
@@ -170,7 +170,7 @@ void fold_into_cache(ComputeReference& ref, const fs::path& cache_file, const st
 }
 
 // One calibration into `ref` (measured, scheduling, problem) in cell.dir/dilation-calibration.
-void measure(ComputeReference& ref, const PlannedCell& cell, int threads, int steps, double deadline_s) {
+void measure(ComputeReference& ref, const runs::PlannedCell& cell, int threads, int steps, double deadline_s) {
   const fs::path dir = cell.dir / "dilation-calibration";
   const fs::path log = dir / "calibration.log";
   try {
@@ -205,7 +205,7 @@ double median(std::vector<double> v) {
 
 fs::path default_reference_cache() { return host::default_cache_dir() / "dilation-references.json"; }
 
-ComputeReference calibrate_one_node(const PlannedCell& cell, int threads_per_rank, const fs::path& cache_file,
+ComputeReference calibrate_one_node(const runs::PlannedCell& cell, int threads_per_rank, const fs::path& cache_file,
                                     double deadline_s) {
   ComputeReference ref;
   std::string key;

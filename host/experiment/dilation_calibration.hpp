@@ -38,7 +38,7 @@ struct ComputeReference {
 // computation faster, and one calibration of a few steps can fall in a slow moment (other processes filling
 // the shared caches slowed it by a quarter at real-time priority). Never throws: a calibration that fails or
 // takes longer than `deadline_s` leaves `problem` set, and a cached reference, if any, still serves.
-ComputeReference calibrate_one_node(const PlannedCell& cell, int threads_per_rank,
+ComputeReference calibrate_one_node(const runs::PlannedCell& cell, int threads_per_rank,
                                     const std::filesystem::path& cache_file, double deadline_s = 300);
 
 // $XDG_CACHE_HOME/gradsweep/dilation-references.json (or under ~/.cache), beside the peak FLOP/s cache.

@@ -32,7 +32,7 @@ int resolve_elastic(const YAML::Node& root, int nodes, host::Diagnostics& diag) 
 }
 
 std::vector<int> culprit_ranks(const std::string& failure) {
-  // The two culprit-naming forms of classify_failure (cell_status.hpp).
+  // The two culprit-naming forms of classify_failure (runs/cell_status.hpp).
   static const std::regex killed("^killed: rank ([0-9]+) "), behind("^hang: ranks? ([0-9,]+) did not finish ");
   std::smatch m;
   std::vector<int> ranks;
@@ -61,44 +61,32 @@ std::vector<int> lost_nodes(const std::string& failure, int nodes, int ranks_per
   return lost;
 }
 
-std::optional<PlannedCell> shrunk_cell(const PlannedCell& running, const std::vector<int>& lost) {
+std::optional<runs::PlannedCell> shrunk_cell(const runs::PlannedCell& running, const std::vector<int>& lost) {
   const int left = running.nodes - static_cast<int>(lost.size());
   if (running.elastic_min_nodes <= 0 || lost.empty() || left < running.elastic_min_nodes) return std::nullopt;
-  PlannedCell next = running;
+  runs::PlannedCell next = running;
   next.nodes = left;
   return next;
 }
 
-CellResize make_resize(const PlannedCell& from, const PlannedCell& to, const std::vector<int>& lost,
-                       const std::string& why) {
-  return {from.nodes, to.nodes, lost, why, utc_now_iso8601()};
+runs::CellResize make_resize(const runs::PlannedCell& from, const runs::PlannedCell& to, const std::vector<int>& lost,
+                             const std::string& why) {
+  return {from.nodes, to.nodes, lost, why, runs::utc_now_iso8601()};
 }
 
-nlohmann::json elastic_record(const PlannedCell& planned, int nodes_at_end, const std::vector<CellResize>& resizes,
-                              bool with_changes) {
+nlohmann::json elastic_record(const runs::PlannedCell& planned, int nodes_at_end,
+                              const std::vector<runs::CellResize>& resizes, bool with_changes) {
   nlohmann::json j{{"min_nodes", planned.elastic_min_nodes},
                    {"planned_nodes", planned.nodes},
                    {"nodes", nodes_at_end},
-                   {"resized", resize_history(resizes)}};
+                   {"resized", runs::resize_history(resizes)}};
   if (!with_changes) return j;
-  j["resizes"] = resizes_json(resizes);
+  j["resizes"] = runs::resizes_json(resizes);
   return j;
 }
 
-std::string resized_text(const PlannedCell& planned, const CellStatus& status, const nlohmann::json& summary) {
-  if (!status.resizes.empty()) return resize_history(status.resizes);
-  if (!summary.is_object()) return "";
-  const int world = summary.value("world_size", planned.world_size());
-  const nlohmann::json resharded = summary.value("resharded", nlohmann::json());
-  const int from = resharded.is_object() ? resharded.value("from_world_size", world) : planned.world_size();
-  if (from == world && world == planned.world_size()) return "";
-  std::string text = std::to_string(planned.world_size());
-  if (from != planned.world_size()) text += "->" + std::to_string(from);
-  return text + "->" + std::to_string(world) + " ranks";
-}
-
-void annotate_elastic_summary(const fs::path& cell_dir, const PlannedCell& planned, int nodes_at_end,
-                              const std::vector<CellResize>& resizes) {
+void annotate_elastic_summary(const fs::path& cell_dir, const runs::PlannedCell& planned, int nodes_at_end,
+                              const std::vector<runs::CellResize>& resizes) {
   const fs::path file = cell_dir / "summary.json";
   std::ifstream in(file);
   if (!in) return;

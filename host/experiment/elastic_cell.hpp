@@ -14,7 +14,7 @@
 // failure that names no node (a bug, a bad configuration) is not a lost node: the cell fails as before, since
 // running it again on fewer nodes would only fail again.
 #include "config/config_error.hpp"
-#include "experiment/cell_status.hpp"
+#include "runs/cell_status.hpp"
 #include "experiment/launcher.hpp"
 
 #include <nlohmann/json.hpp>
@@ -42,26 +42,20 @@ std::vector<int> lost_nodes(const std::string& failure, int nodes, int ranks_per
 
 // The same cell on the nodes left after `lost`, or nullopt when it must not go on: not elastic, no node lost,
 // or fewer than min_nodes left. `running` is the cell as it just ran (its nodes may already be fewer than planned).
-std::optional<PlannedCell> shrunk_cell(const PlannedCell& running, const std::vector<int>& lost);
+std::optional<runs::PlannedCell> shrunk_cell(const runs::PlannedCell& running, const std::vector<int>& lost);
 
 // The record of one change, now.
-CellResize make_resize(const PlannedCell& from, const PlannedCell& to, const std::vector<int>& lost,
-                       const std::string& why);
+runs::CellResize make_resize(const runs::PlannedCell& from, const runs::PlannedCell& to, const std::vector<int>& lost,
+                             const std::string& why);
 
 // What an elastic cell records: {"min_nodes", "planned_nodes", "nodes" (at its end), "resized" (resize_history(),
 // "" when it never changed size)}, and with `with_changes` "resizes": each change as status.json has it.
-nlohmann::json elastic_record(const PlannedCell& planned, int nodes_at_end, const std::vector<CellResize>& resizes,
-                              bool with_changes);
+nlohmann::json elastic_record(const runs::PlannedCell& planned, int nodes_at_end,
+                              const std::vector<runs::CellResize>& resizes, bool with_changes);
 
 // summary.json's "elastic": elastic_record() without the changes, whose scalars become results.csv columns
 // (elastic.nodes, elastic.resized). Nothing without a summary.json.
-void annotate_elastic_summary(const std::filesystem::path& cell_dir, const PlannedCell& planned, int nodes_at_end,
-                              const std::vector<CellResize>& resizes);
-
-// How a finished cell changed size, for results.csv's `resized` and the comparison's groups: the launcher's
-// resize_history ("4->3 nodes"); else, from its summary.json, a resume at another size ("4->3 ranks": Slurm's
-// requeue on fewer nodes, `train --resume` by hand) or a run at another size than `planned` (an elastic Slurm
-// task that started on fewer nodes); "" for a cell that ran at its planned size throughout.
-std::string resized_text(const PlannedCell& planned, const CellStatus& status, const nlohmann::json& summary);
+void annotate_elastic_summary(const std::filesystem::path& cell_dir, const runs::PlannedCell& planned, int nodes_at_end,
+                              const std::vector<runs::CellResize>& resizes);
 
 }  // namespace gradsweep::experiment

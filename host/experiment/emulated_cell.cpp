@@ -48,9 +48,9 @@ YAML::Node node_or_parent(const YAML::Node& root, std::string path) {
 
 }  // namespace
 
-EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::string& name, const std::string& dilation,
-                                          int nodes, host::Diagnostics& diag) {
-  EmulatedCluster emulated;
+runs::EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::string& name,
+                                                const std::string& dilation, int nodes, host::Diagnostics& diag) {
+  runs::EmulatedCluster emulated;
   const YAML::Node name_node = node_or_parent(root, "launcher.name");
   const YAML::Node link_node = find_path(root, "launcher.link");
   if (name != "local" && name != "emulated") {
@@ -102,7 +102,7 @@ EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::str
   return emulated;
 }
 
-nlohmann::json emulated_identity(const EmulatedCluster& emulated) {
+nlohmann::json emulated_identity(const runs::EmulatedCluster& emulated) {
   if (!emulated.enabled) return nullptr;
   return {{"name", "emulated"},
           {"link_bits_per_second", emulated.link_bits_per_second},

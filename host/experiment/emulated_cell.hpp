@@ -21,11 +21,11 @@ namespace gradsweep::experiment {
 // Reads launcher.name, launcher.link and launcher.dilation of a cell's tree `root` (the experiment's tree
 // with the cell's matrix values set); `name` and `dilation` as resolved from the launcher's options.
 // Problems go to `diag`. For a local cell, link and dilation are refused: they would do nothing.
-EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::string& name, const std::string& dilation,
-                                          int nodes, host::Diagnostics& diag);
+runs::EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::string& name,
+                                                const std::string& dilation, int nodes, host::Diagnostics& diag);
 
 // The cell's identity beyond nodes and ranks_per_node: two cells that differ only by their link are two
 // cells. Empty for a local cell, so that local sweeps keep their ids.
-nlohmann::json emulated_identity(const EmulatedCluster& emulated);
+nlohmann::json emulated_identity(const runs::EmulatedCluster& emulated);
 
 }  // namespace gradsweep::experiment

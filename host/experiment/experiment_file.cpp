@@ -3,7 +3,7 @@
 #include "config/cell_config.hpp"
 #include "config/duplicate_keys.hpp"
 #include "config/yaml_guard.hpp"
-#include "experiment/report_options.hpp"
+#include "experiment/report_options_reader.hpp"
 
 #include <algorithm>
 #include <fstream>

@@ -9,7 +9,7 @@
 //   exclude: [{strategy: single, nodes: [2, 4]}]
 //   include: [{strategy: ps, strategy.mode: async, nodes: 2}]
 //   repeat: 3                      # or {seeds: [1, 2, 3]}, or {count: 3, vary_seed: false}
-//   report: {baseline: single, target_loss: 5.2}   # report_options.hpp
+//   report: {baseline: single, target_loss: 5.2}   # report_options_reader.hpp
 //
 // Only the file's shape is checked here (top-level keys, the types of the sweep's sections); the cells
 // themselves are validated once expanded (sweep_plan.hpp), against the host's schema and the plugins.

@@ -16,7 +16,7 @@
 //   DIR/cells/<id>/                one cell; <id> = first 12 hex digits of the cell's config hash
 //       cell.yaml                  resolved cell configuration; the ranks run `gradsweep train cell.yaml`
 //       command.txt                the exact command line the launcher runs (one line, shell-quoted)
-//       status.json                ok | failed (+ reason) | timeout | interrupted | running  (cell_status.hpp)
+//       status.json                ok | failed (+ reason) | timeout | interrupted | running  (runs/cell_status.hpp)
 //       provenance.json            versions, host, CPU/GPU, start and end time (provenance.hpp)
 //       launcher.log               stdout/stderr of the launcher process (mpirun, srun)
 //       rank-<r>.log               each rank's log        |
@@ -28,7 +28,8 @@
 // whose configuration changed (a new default, an edited key) is rerun even if its directory says ok.
 // A cell stopped part-way (Ctrl-C, scancel, requeue, time limit) resumes from checkpoint/ the next time,
 // because `gradsweep train` resumes by default.
-#include "experiment/cell_status.hpp"
+#include "runs/cell_status.hpp"
+#include "runs/planned_cell.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -39,65 +40,16 @@
 
 namespace gradsweep::experiment {
 
-// Options of the Slurm launcher, from the experiment file's launcher.slurm section. The local launcher
-// ignores them. Values are as written in YAML; a launcher that puts them in a script must quote them.
-struct SlurmSettings {
-  std::string partition, account, time, qos, constraint;
-  int gpus_per_node = 0;           // 0 = do not ask for GPUs
-  int cpus_per_task = 0;           // 0 = let Slurm decide
-  std::vector<std::string> extra;  // extra "#SBATCH" option lines, e.g. "--mail-type=END"
-  int max_concurrent = 0;          // array throttle (--array=...%P); 0 = no cap
-  // Shell lines the batch script runs on the node before srun, as written: what a cluster needs to find
-  // gradsweep's libraries there (module load, a virtual environment's activation, exports).
-  std::vector<std::string> setup;
-};
-
-// launcher.name: emulated (launcher_emulated.hpp): the cell's nodes are network namespaces on this machine
-// joined by links shaped to `link_bits_per_second` / dilation (docs/cluster.md).
-struct EmulatedCluster {
-  bool enabled = false;
-  std::uint64_t link_bits_per_second = 0;
-  double dilation = 1.0;  // 0: `auto`, measured when the cell's cluster comes up
-};
-
-// One cell, ready to launch. Everything a launcher needs is here; paths are absolute.
-struct PlannedCell {
-  std::string id;                     // directory name under DIR/cells
-  std::string config_hash;            // 16 hex digits: hash of the fully resolved configuration (cell_id.hpp)
-  std::filesystem::path dir;          // DIR/cells/<id>
-  std::filesystem::path config_file;  // DIR/cells/<id>/cell.yaml
-  // One rank's command: {gradsweep binary, "train", config_file, "--out", dir}. A launcher wraps it in
-  // mpirun / srun; command.txt holds the full line it actually ran.
-  std::vector<std::string> rank_command;
-  int nodes = 1;
-  int ranks_per_node = 1;
-  // launcher.elastic.min_nodes: the fewest nodes the cell may go on with after losing some; 0 = not elastic
-  // (elastic_cell.hpp). Not part of the cell's identity: it changes what happens after a fault, not the run.
-  int elastic_min_nodes = 0;
-  bool cuda = false;         // runtime.device is cuda or cuda:N
-  int threads_per_rank = 0;  // 0 = `gradsweep train` decides (cores / ranks on the node)
-  int gpus_per_node = 0;
-  std::string time_limit;  // Slurm time format ("HH:MM:SS", "D-HH:MM:SS"); "" = none
-  std::int64_t steps = 0;  // train.steps, for progress and ETA
-  SlurmSettings slurm;
-  EmulatedCluster emulated;
-  // Matrix axes of this cell in the matrix's order, as (axis name, value as text): "strategy" -> "ring".
-  std::vector<std::pair<std::string, std::string>> axes;
-  int repeat = 0;  // 0-based repetition index (repeat: seeds)
-
-  int world_size() const { return nodes * ranks_per_node; }
-};
-
 // What the launcher reports while it works; the driver's progress display implements it
 // (progress_display.hpp). Calls come from the launcher's thread only.
 class ProgressSink {
  public:
   virtual ~ProgressSink() = default;
-  virtual void cell_started(const PlannedCell& cell) = 0;
+  virtual void cell_started(const runs::PlannedCell& cell) = 0;
   // Called every second or so while `cell` runs: the display reads DIR/cells/<id>/metrics.jsonl itself.
-  virtual void cell_running(const PlannedCell& cell) = 0;
+  virtual void cell_running(const runs::PlannedCell& cell) = 0;
   // After status.json of the cell has been written.
-  virtual void cell_finished(const PlannedCell& cell, const CellStatus& status) = 0;
+  virtual void cell_finished(const runs::PlannedCell& cell, const runs::CellStatus& status) = 0;
 };
 
 struct LaunchOptions {
@@ -122,7 +74,7 @@ class Launcher {
   // (and provenance.json) as it ends. Cell directories, cell.yaml and rank_command exist beforehand.
   // Throws only for problems that concern the whole sweep (mpirun or sbatch missing); a failing cell is
   // a status, not an exception.
-  virtual LaunchResult run(const std::vector<PlannedCell>& cells, const LaunchOptions& options,
+  virtual LaunchResult run(const std::vector<runs::PlannedCell>& cells, const LaunchOptions& options,
                            ProgressSink& progress) = 0;
 };
 

@@ -8,6 +8,7 @@
 #include "cluster/time_dilation.hpp"
 #include "util/atomic_file.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -16,7 +17,7 @@
 namespace gradsweep::experiment {
 namespace fs = std::filesystem;
 
-CellCluster::CellCluster(const PlannedCell& cell) {
+CellCluster::CellCluster(const runs::PlannedCell& cell) {
   spec_.nodes = cell.nodes;
   spec_.ranks_per_node = cell.ranks_per_node;
   spec_.link_bits_per_second = cell.emulated.link_bits_per_second;
@@ -39,6 +40,7 @@ CellCluster::CellCluster(const PlannedCell& cell) {
     throw std::runtime_error(std::string("emulated cluster: ") + e.what());
   }
   up_ = true;
+  links_at_start_ = cluster::link_bytes(spec_);
 }
 
 CellCluster::~CellCluster() {
@@ -92,7 +94,7 @@ nlohmann::json CellCluster::record() const {
       {"compute_reference_calibrations", reference_.calibrations},
       {"calibration_scheduling", reference_.scheduling}};
   if (!reference_.problem.empty()) r["calibration_problem"] = reference_.problem;
-  if (compute_.is_object()) r.update(compute_);
+  if (measured_.is_object()) r.update(measured_);
   return r;
 }
 
@@ -106,21 +108,39 @@ void CellCluster::annotate_summary(const fs::path& cell_dir) {
   // cell's throughput on the cluster asked for is then tokens/s x F_compute (docs/cluster.md).
   const double compute = cell_compute_per_step(summary);
   const double tokens_per_sec = summary.value("tokens_per_sec", 0.0);
-  compute_ = {{"compute_s", compute > 0 ? nlohmann::json(compute) : nullptr},
-              {"dilation_compute", nullptr},
-              {"undilated_tokens_per_sec", nullptr}};
+  measured_ = {{"compute_s", compute > 0 ? nlohmann::json(compute) : nullptr},
+               {"dilation_compute", nullptr},
+               {"undilated_tokens_per_sec", nullptr}};
   if (compute > 0 && reference_.seconds > 0) {
     const double f = compute / reference_.seconds;
-    compute_["dilation_compute"] = f;
-    compute_["undilated_tokens_per_sec"] = tokens_per_sec * f;
+    measured_["dilation_compute"] = f;
+    measured_["undilated_tokens_per_sec"] = tokens_per_sec * f;
   } else if (reference_.problem.empty()) {
-    compute_["calibration_problem"] = "the cell's summary.json has no forward/backward time per rank";
+    measured_["calibration_problem"] = "the cell's summary.json has no forward/backward time per rank";
   }
+  record_link_bytes();
   summary["cluster"] = record();
   util::write_file_atomically(file, summary.dump(2) + "\n");
 }
 
-std::string emulated_dry_run_line(const PlannedCell& cell, const std::vector<std::string>& local) {
+void CellCluster::record_link_bytes() {
+  // What the job moved over each node's link: the counters now less those at bring-up (mpirun's own
+  // traffic, a few kB, counts too).
+  const std::vector<cluster::LinkBytes> now = cluster::link_bytes(spec_);
+  if (now.size() != links_at_start_.size() || now.empty()) return;
+  nlohmann::json per_node = nlohmann::json::array();
+  double both_ways = 0;
+  for (std::size_t n = 0; n < now.size(); ++n) {
+    const std::uint64_t from = now[n].from_node - std::min(now[n].from_node, links_at_start_[n].from_node);
+    const std::uint64_t to = now[n].to_node - std::min(now[n].to_node, links_at_start_[n].to_node);
+    per_node.push_back({{"node", n}, {"from_node", from}, {"to_node", to}});
+    both_ways += static_cast<double>(from + to);
+  }
+  measured_["link_bytes"] = per_node;
+  measured_["link_bytes_per_node"] = both_ways / static_cast<double>(now.size());
+}
+
+std::string emulated_dry_run_line(const runs::PlannedCell& cell, const std::vector<std::string>& local) {
   const double f = cell.emulated.dilation;
   std::ostringstream note;
   note << "# on an emulated cluster of " << cell.nodes << " node(s) x " << cell.ranks_per_node << " rank(s), links "

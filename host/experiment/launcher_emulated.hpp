@@ -21,6 +21,7 @@
 
 #include "cluster/cluster_owner.hpp"
 #include "cluster/cluster_spec.hpp"
+#include "cluster/link_state.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -36,7 +37,7 @@ class CellCluster {
   // Times the cell's computation on one node's ranks alone (the compute dilation's reference), then brings
   // up the cell's cluster, measuring the links' dilation first when it is auto. Throws
   // std::runtime_error saying what failed; nothing of the cluster is left then.
-  explicit CellCluster(const PlannedCell& cell);
+  explicit CellCluster(const runs::PlannedCell& cell);
   ~CellCluster();  // tear_down(), reporting problems on stderr
   CellCluster(const CellCluster&) = delete;
   CellCluster& operator=(const CellCluster&) = delete;
@@ -49,8 +50,9 @@ class CellCluster {
   //  "dilation_source", "shaped_bits_per_second", "dilation_probe", "compute_reference_s",
   //  "compute_reference_measured_s", "compute_reference_calibrations", "calibration_scheduling"}, and once
   //  annotate_summary has read the cell's figures "compute_s", "dilation_compute", "undilated_tokens_per_sec" (or
-  //  "calibration_problem"): what provenance.json and summary.json record. `dilation` is the links' F; dilation_compute
-  //  the ranks' (dilation_calibration.hpp).
+  //  "calibration_problem") and the links' counters "link_bytes" (per node {node, from_node, to_node}) and
+  //  "link_bytes_per_node" (their mean, both ways): what provenance.json and summary.json record. `dilation` is the
+  //  links' F; dilation_compute the ranks' (dilation_calibration.hpp).
   nlohmann::json record() const;
   // Reads the cell's summary.json (when it wrote one): the ranks' compute per step against the one-node
   // reference gives dilation_compute and undilated tokens/s; adds record() to it as "cluster".
@@ -60,14 +62,18 @@ class CellCluster {
 
  private:
   cluster::ClusterSpec spec_;
-  double probe_ = 0;            // the matrix-product probe's F, when `dilation: auto` ran it
-  ComputeReference reference_;  // the one-node calibration, run before bring-up
-  nlohmann::json compute_;      // what annotate_summary found: compute_s, dilation_compute, undilated tokens/s
+  double probe_ = 0;                                // the matrix-product probe's F, when `dilation: auto` ran it
+  ComputeReference reference_;                      // the one-node calibration, run before bring-up
+  std::vector<cluster::LinkBytes> links_at_start_;  // each node's link counters once the cluster was up
+  // Adds each link's bytes since bring-up to measured_ (annotate_summary, before the cluster goes down).
+  void record_link_bytes();
+
+  nlohmann::json measured_;  // what annotate_summary found: compute_s, dilation_compute, undilated tokens/s, link bytes
   std::unique_ptr<cluster::OwnerLock> owner_;
   bool up_ = false;
 };
 
 // command.txt of an emulated cell in a dry run, when no cluster is made: the local command and a note.
-std::string emulated_dry_run_line(const PlannedCell& cell, const std::vector<std::string>& local);
+std::string emulated_dry_run_line(const runs::PlannedCell& cell, const std::vector<std::string>& local);
 
 }  // namespace gradsweep::experiment

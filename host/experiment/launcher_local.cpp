@@ -4,7 +4,7 @@
 #include "cluster/link_state.hpp"
 #include "experiment/elastic_cell.hpp"
 #include "experiment/launcher_emulated.hpp"
-#include "experiment/machine_load.hpp"
+#include "runs/machine_load.hpp"
 #include "experiment/provenance.hpp"
 #include "experiment/run_order.hpp"
 #include "util/atomic_file.hpp"
@@ -43,7 +43,7 @@ struct JobEnd {
   bool interrupted;
 };
 
-JobEnd wait_for(pid_t pid, const PlannedCell& cell, const LaunchOptions& options, ProgressSink& progress) {
+JobEnd wait_for(pid_t pid, const runs::PlannedCell& cell, const LaunchOptions& options, ProgressSink& progress) {
   auto last_progress = Clock::now();
   std::optional<Clock::time_point> stopping_since, verdict_since, ending_since;
   const std::filesystem::path verdict = cell.dir / "flight-recorder" / "verdict.json";
@@ -141,13 +141,13 @@ std::string shell_line(const std::vector<std::string>& argv) {
   return line;
 }
 
-int local_threads_per_rank(const PlannedCell& cell) {
+int local_threads_per_rank(const runs::PlannedCell& cell) {
   if (cell.threads_per_rank > 0) return cell.threads_per_rank;
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   return std::max(1, static_cast<int>(cores) / std::max(1, cell.world_size()));
 }
 
-std::vector<std::string> local_command(const PlannedCell& cell, int threads) {
+std::vector<std::string> local_command(const runs::PlannedCell& cell, int threads) {
   std::vector<std::string> argv = cell.rank_command;
   // The trainer takes its thread count from the configuration; this makes it explicit and the same for
   // OpenMP regions that LibTorch starts before reading it.
@@ -182,10 +182,10 @@ namespace {
 
 // Where an emulated cell's cluster could not be made: the cell fails (or is interrupted, when Ctrl-C
 // killed the `ip`/`tc` it was running) and the sweep goes on.
-CellStatus cluster_failure(const PlannedCell& cell, const std::string& why, const LaunchOptions& options) {
-  CellStatus status;
+runs::CellStatus cluster_failure(const runs::PlannedCell& cell, const std::string& why, const LaunchOptions& options) {
+  runs::CellStatus status;
   const bool stopped = options.stop_requested != nullptr && options.stop_requested->load();
-  status.state = stopped ? CellState::Interrupted : CellState::Failed;
+  status.state = stopped ? runs::CellState::Interrupted : runs::CellState::Failed;
   status.config_hash = cell.config_hash;
   status.reason = why;
   return status;
@@ -193,12 +193,12 @@ CellStatus cluster_failure(const PlannedCell& cell, const std::string& why, cons
 
 // One try of a cell at its current size: its cluster up (emulated), the job, the cluster down.
 struct Attempt {
-  CellStatus status;
+  runs::CellStatus status;
   nlohmann::json cluster;        // the cluster's record (emulated), else null
   std::vector<int> unreachable;  // emulated: the nodes whose link was down when the job ended
 };
 
-Attempt run_attempt(const PlannedCell& cell, const LaunchOptions& options, ProgressSink& progress,
+Attempt run_attempt(const runs::PlannedCell& cell, const LaunchOptions& options, ProgressSink& progress,
                     const std::function<void(const nlohmann::json&)>& record_cluster, bool& interrupted) {
   const std::vector<std::string> local = local_command(cell, local_threads_per_rank(cell));
   std::unique_ptr<CellCluster> cluster;
@@ -220,9 +220,10 @@ Attempt run_attempt(const PlannedCell& cell, const LaunchOptions& options, Progr
   const pid_t pid = spawn_job(argv, cell.dir / "launcher.log");
   const JobEnd end = wait_for(pid, cell, options, progress);
   interrupted = end.interrupted;
-  attempt.status = status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);
+  attempt.status = runs::status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);
   if (cluster) {
-    if (attempt.status.state == CellState::Failed) attempt.unreachable = cluster::nodes_with_link_down(cluster->spec());
+    if (attempt.status.state == runs::CellState::Failed)
+      attempt.unreachable = cluster::nodes_with_link_down(cluster->spec());
     cluster->annotate_summary(cell.dir);
     attempt.cluster = cluster->record();  // now with what the job measured (the compute dilation)
     if (const std::string problem = cluster->tear_down(); !problem.empty()) {
@@ -255,17 +256,17 @@ void keep_evidence(const std::filesystem::path& cell_dir, std::size_t resize) {
 
 // Runs one cell to its end and records it: status.json, provenance.json and, for an emulated cell, its
 // cluster, up before each job and down after it. An elastic cell that lost nodes runs again on those left.
-CellStatus run_cell(const PlannedCell& planned, const LaunchOptions& options, ProgressSink& progress,
-                    bool& interrupted) {
+runs::CellStatus run_cell(const runs::PlannedCell& planned, const LaunchOptions& options, ProgressSink& progress,
+                          bool& interrupted) {
   progress.cell_started(planned);
-  const std::string start = utc_now_iso8601();
-  CellStatus running;
-  running.state = CellState::Running;
+  const std::string start = runs::utc_now_iso8601();
+  runs::CellStatus running;
+  running.state = runs::CellState::Running;
   running.config_hash = planned.config_hash;
   running.launcher = planned.emulated.enabled ? "emulated" : "local";
   running.job = std::to_string(::getpid());
-  write_cell_status(planned.dir, running);
-  const LoadSample load_before = sample_load();
+  runs::write_cell_status(planned.dir, running);
+  const runs::LoadSample load_before = runs::sample_load();
   const nlohmann::json load_start{{"loadavg_start", load_before.loadavg}};
   write_provenance(planned.dir, start, "", load_start);
 
@@ -274,20 +275,20 @@ CellStatus run_cell(const PlannedCell& planned, const LaunchOptions& options, Pr
     extra["cluster"] = cluster;
     write_provenance(planned.dir, start, "", load_start, extra);
   };
-  PlannedCell cell = planned;
+  runs::PlannedCell cell = planned;
   Attempt attempt;
   for (;;) {
     attempt = run_attempt(cell, options, progress, record, interrupted);
-    if (attempt.status.state != CellState::Failed || interrupted) break;
+    if (attempt.status.state != runs::CellState::Failed || interrupted) break;
     const std::vector<int> lost =
         lost_nodes(attempt.status.failure, cell.nodes, cell.ranks_per_node, attempt.unreachable);
-    const std::optional<PlannedCell> next = shrunk_cell(cell, lost);
+    const std::optional<runs::PlannedCell> next = shrunk_cell(cell, lost);
     if (!next) break;
     running.resizes.push_back(make_resize(cell, *next, lost, resize_reason(attempt)));
     std::cerr << "cell " << cell.id << ": lost " << lost.size() << " of its " << cell.nodes << " nodes ("
               << running.resizes.back().why << "); going on with " << next->nodes
               << " from its last checkpoint (launcher.elastic.min_nodes " << cell.elastic_min_nodes << ")\n";
-    write_cell_status(cell.dir, running);
+    runs::write_cell_status(cell.dir, running);
     keep_evidence(cell.dir, running.resizes.size());
     cell = *next;
   }
@@ -296,23 +297,24 @@ CellStatus run_cell(const PlannedCell& planned, const LaunchOptions& options, Pr
     annotate_elastic_summary(cell.dir, planned, cell.nodes, running.resizes);
     extra["elastic"] = elastic_record(planned, cell.nodes, running.resizes, true);
   }
-  CellStatus status = attempt.status;
-  interrupted = interrupted || status.state == CellState::Interrupted;
+  runs::CellStatus status = attempt.status;
+  interrupted = interrupted || status.state == runs::CellState::Interrupted;
   status.launcher = running.launcher;
   status.job = running.job;
   status.resizes = running.resizes;
-  write_cell_status(cell.dir, status);
-  write_provenance(cell.dir, start, utc_now_iso8601(), load_record(load_before, sample_load()), extra);
+  runs::write_cell_status(cell.dir, status);
+  write_provenance(cell.dir, start, runs::utc_now_iso8601(), runs::load_record(load_before, runs::sample_load()),
+                   extra);
   progress.cell_finished(planned, status);
   return status;
 }
 
 // The local launcher runs every cell on this machine: a cell on a CUDA device where there is none would
 // fail after the cells before it ran. Refused before any cell starts, naming the cells.
-void check_gpu_cells_have_a_gpu(const std::vector<PlannedCell>& cells) {
+void check_gpu_cells_have_a_gpu(const std::vector<runs::PlannedCell>& cells) {
   std::string wanting;
   int count = 0;
-  for (const PlannedCell& cell : cells)
+  for (const runs::PlannedCell& cell : cells)
     if (cell.cuda && count++ < 5) wanting += (wanting.empty() ? "" : ", ") + cell.id;
   if (count == 0 || torch::cuda::is_available()) return;
   if (count > 5) wanting += ", ... (" + std::to_string(count) + " in all)";
@@ -325,12 +327,12 @@ void check_gpu_cells_have_a_gpu(const std::vector<PlannedCell>& cells) {
 
 }  // namespace
 
-LaunchResult LocalLauncher::run(const std::vector<PlannedCell>& cells, const LaunchOptions& options,
+LaunchResult LocalLauncher::run(const std::vector<runs::PlannedCell>& cells, const LaunchOptions& options,
                                 ProgressSink& progress) {
   allow_mpirun_as_root();
   if (!options.dry_run) check_gpu_cells_have_a_gpu(cells);
   LaunchResult result;
-  for (const PlannedCell& cell : interleaved_order(cells)) {
+  for (const runs::PlannedCell& cell : interleaved_order(cells)) {
     if (options.stop_requested != nullptr && options.stop_requested->load()) {
       result.stopped = true;
       break;
@@ -343,14 +345,14 @@ LaunchResult LocalLauncher::run(const std::vector<PlannedCell>& cells, const Lau
       continue;
     }
     bool interrupted = false;
-    const CellStatus status = run_cell(cell, options, progress, interrupted);
+    const runs::CellStatus status = run_cell(cell, options, progress, interrupted);
     switch (status.state) {
-      case CellState::Ok: ++result.ok; break;
-      case CellState::Timeout: ++result.timeout; break;
-      case CellState::Interrupted: ++result.interrupted; break;
+      case runs::CellState::Ok: ++result.ok; break;
+      case runs::CellState::Timeout: ++result.timeout; break;
+      case runs::CellState::Interrupted: ++result.interrupted; break;
       default: ++result.failed; break;
     }
-    if (interrupted || (options.fail_fast && status.state == CellState::Failed)) {
+    if (interrupted || (options.fail_fast && status.state == runs::CellState::Failed)) {
       result.stopped = true;
       break;
     }

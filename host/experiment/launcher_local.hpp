@@ -20,14 +20,14 @@ namespace gradsweep::experiment {
 class LocalLauncher final : public Launcher {
  public:
   std::string name() const override { return "local"; }
-  LaunchResult run(const std::vector<PlannedCell>& cells, const LaunchOptions& options,
+  LaunchResult run(const std::vector<runs::PlannedCell>& cells, const LaunchOptions& options,
                    ProgressSink& progress) override;
 };
 
 // The full command line for one cell (mpirun ... or the rank command itself); threads per rank chosen
 // as described above. Exposed for `gradsweep plan` and the tests.
-std::vector<std::string> local_command(const PlannedCell& cell, int threads_per_rank);
-int local_threads_per_rank(const PlannedCell& cell);
+std::vector<std::string> local_command(const runs::PlannedCell& cell, int threads_per_rank);
+int local_threads_per_rank(const runs::PlannedCell& cell);
 
 // `mpirun --oversubscribe --bind-to none -np WORLD -x OMP_NUM_THREADS=THREADS` and the driver's variables
 // the ranks need, then `extra_env` (VAR=VALUE, for every rank), then rank_argv; rank_argv alone for one rank.

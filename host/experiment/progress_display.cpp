@@ -11,12 +11,6 @@ namespace {
 
 constexpr auto kQuietInterval = std::chrono::seconds(10);
 
-std::string axes_text(const PlannedCell& cell) {
-  std::string text;
-  for (const auto& [k, v] : cell.axes) text += (text.empty() ? "" : " ") + k + "=" + v;
-  return text;
-}
-
 }  // namespace
 
 std::string format_duration(double seconds) {
@@ -79,7 +73,7 @@ void ProgressDisplay::show(const std::string& line, bool force) {
   out_ << line << std::endl;
 }
 
-std::string ProgressDisplay::eta(const PlannedCell& cell, const std::optional<LatestStep>& latest) const {
+std::string ProgressDisplay::eta(const runs::PlannedCell& cell, const std::optional<LatestStep>& latest) const {
   const int remaining_after = total_ - done_ - failed_ - 1;
   double cell_left = NAN;
   if (latest && latest->step >= 0 && latest->step_time_s > 0 && cell.steps > 0)
@@ -93,20 +87,20 @@ std::string ProgressDisplay::eta(const PlannedCell& cell, const std::optional<La
   return format_duration(cell_left + std::max(0, remaining_after) * per_cell);
 }
 
-void ProgressDisplay::cell_started(const PlannedCell& cell) {
+void ProgressDisplay::cell_started(const runs::PlannedCell& cell) {
   cell_start_ = std::chrono::steady_clock::now();
   std::ostringstream line;
   line << "[" << done_ << "/" << total_ << " done" << (failed_ ? ", " + std::to_string(failed_) + " failed" : "")
-       << "] cell " << cell.id << " (" << axes_text(cell) << ", " << cell.world_size() << " rank"
+       << "] cell " << cell.id << " (" << runs::axes_text(cell) << ", " << cell.world_size() << " rank"
        << (cell.world_size() == 1 ? "" : "s") << "): starting";
   show(line.str(), true);
 }
 
-void ProgressDisplay::cell_running(const PlannedCell& cell) {
+void ProgressDisplay::cell_running(const runs::PlannedCell& cell) {
   const auto latest = read_latest_step(cell.dir);
   std::ostringstream line;
   line << "[" << done_ << "/" << total_ << " done" << (failed_ ? ", " + std::to_string(failed_) + " failed" : "")
-       << "] cell " << cell.id << " (" << axes_text(cell) << "): ";
+       << "] cell " << cell.id << " (" << runs::axes_text(cell) << "): ";
   if (latest && latest->step >= 0)
     line << "step " << latest->step + 1 << "/" << cell.steps << ", " << std::lround(latest->tokens_per_sec)
          << " tokens/s, ETA " << eta(cell, latest);
@@ -115,17 +109,17 @@ void ProgressDisplay::cell_running(const PlannedCell& cell) {
   show(line.str(), false);
 }
 
-void ProgressDisplay::cell_finished(const PlannedCell& cell, const CellStatus& status) {
+void ProgressDisplay::cell_finished(const runs::PlannedCell& cell, const runs::CellStatus& status) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - cell_start_).count();
   ++finished_this_run_;
   seconds_per_finished_cell_ += (seconds - seconds_per_finished_cell_) / finished_this_run_;
-  if (status.state == CellState::Ok)
+  if (status.state == runs::CellState::Ok)
     ++done_;
   else
     ++failed_;
   std::ostringstream line;
   line << "[" << done_ << "/" << total_ << " done" << (failed_ ? ", " + std::to_string(failed_) + " failed" : "")
-       << "] cell " << cell.id << " (" << axes_text(cell) << "): " << to_string(status.state) << " in "
+       << "] cell " << cell.id << " (" << runs::axes_text(cell) << "): " << to_string(status.state) << " in "
        << format_duration(seconds) << (status.reason.empty() ? "" : ": " + status.reason);
   show(line.str(), true);
   if (interactive_) {

@@ -24,13 +24,13 @@ std::optional<LatestStep> read_latest_step(const std::filesystem::path& cell_dir
 class ProgressDisplay final : public ProgressSink {
  public:
   ProgressDisplay(std::ostream& out, int total_cells, int already_done, bool interactive);
-  void cell_started(const PlannedCell& cell) override;
-  void cell_running(const PlannedCell& cell) override;
-  void cell_finished(const PlannedCell& cell, const CellStatus& status) override;
+  void cell_started(const runs::PlannedCell& cell) override;
+  void cell_running(const runs::PlannedCell& cell) override;
+  void cell_finished(const runs::PlannedCell& cell, const runs::CellStatus& status) override;
 
  private:
   void show(const std::string& line, bool force);
-  std::string eta(const PlannedCell& cell, const std::optional<LatestStep>& latest) const;
+  std::string eta(const runs::PlannedCell& cell, const std::optional<LatestStep>& latest) const;
 
   std::ostream& out_;
   int total_, done_, failed_ = 0, finished_this_run_ = 0;

@@ -11,6 +11,6 @@
 
 namespace gradsweep::experiment {
 
-std::vector<PlannedCell> interleaved_order(const std::vector<PlannedCell>& cells);
+std::vector<runs::PlannedCell> interleaved_order(const std::vector<runs::PlannedCell>& cells);
 
 }  // namespace gradsweep::experiment

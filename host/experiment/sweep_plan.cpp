@@ -116,7 +116,7 @@ YAML::Node cell_sections_copy(const YAML::Node& root) {
 }
 
 struct BuiltCell {
-  PlannedCell cell;
+  runs::PlannedCell cell;
   std::string yaml;
 };
 
@@ -152,7 +152,7 @@ CellTree cell_tree(const ExperimentFile& exp, const SweepMatrix& matrix, const M
 // Where and how the cell's ranks run: the `launcher` section and its `slurm` part, validated.
 struct LauncherSettings {
   sdk::Options launcher;
-  EmulatedCluster emulated;
+  runs::EmulatedCluster emulated;
   sdk::Options slurm;
   std::vector<std::string> extra;  // launcher.slurm.extra: sbatch option lines
   std::vector<std::string> setup;  // launcher.slurm.setup: shell lines run before srun
@@ -341,9 +341,9 @@ YAML::Node resolved_config(const host::CellConfig& config, int threads,
 }
 
 // The cell's id, directory, command and resources.
-PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSettings& launch, int threads,
-                         const host::CellConfig& config, const SweepMatrix& matrix, const MatrixPoint& point,
-                         const fs::path& out_dir, const fs::path& binary) {
+runs::PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSettings& launch, int threads,
+                               const host::CellConfig& config, const SweepMatrix& matrix, const MatrixPoint& point,
+                               const fs::path& out_dir, const fs::path& binary) {
   nlohmann::json identity{{"cell", canonical_json(resolved)},
                           {"launcher", {{"nodes", launch.nodes()}, {"ranks_per_node", launch.ranks_per_node()}}}};
   if (launch.emulated.enabled) identity["launcher"]["emulated"] = emulated_identity(launch.emulated);
@@ -351,7 +351,7 @@ PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSettings& lau
   if (!matrix.vary_seed && point.repeat > 0) identity["repeat"] = point.repeat;
 
   const sdk::Options& slurm = launch.slurm;
-  PlannedCell cell;
+  runs::PlannedCell cell;
   cell.config_hash = config_hash(identity);
   cell.id = cell_id(cell.config_hash);
   cell.dir = out_dir / "cells" / cell.id;
@@ -406,7 +406,7 @@ std::vector<std::pair<std::string, std::string>> axis_values(const CellTree& tre
   return values;
 }
 
-std::string cell_yaml(const PlannedCell& cell, const YAML::Node& resolved, const ExperimentFile& exp) {
+std::string cell_yaml(const runs::PlannedCell& cell, const YAML::Node& resolved, const ExperimentFile& exp) {
   YAML::Emitter out;
   out << resolved;
   std::string header = "# cell " + cell.id + " of experiment " + exp.name + " (" + exp.file.string() + ")";
@@ -473,13 +473,14 @@ std::vector<fs::path> experiment_plugin_path(const ExperimentFile& experiment) {
   return host::PluginRegistry::search_path(extra);
 }
 
-SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir, const host::PluginRegistry& registry,
-                     const fs::path& gradsweep_binary, std::size_t max_cells, CellFiles cell_files) {
+runs::SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir,
+                           const host::PluginRegistry& registry, const fs::path& gradsweep_binary,
+                           std::size_t max_cells, CellFiles cell_files) {
   Diagnostics diag(experiment.file.string());
   const SweepMatrix matrix = expand_matrix(experiment.root, diag, max_cells);
   diag.throw_if_any();
 
-  SweepPlan plan;
+  runs::SweepPlan plan;
   plan.name = experiment.name;
   plan.out_dir = fs::absolute(out_dir).lexically_normal();
   for (const auto& axis : matrix.axes) plan.axes.push_back(axis.name);
@@ -532,72 +533,6 @@ SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir, 
       }
     }
     throw ConfigError(problems);
-  }
-  return plan;
-}
-
-void write_plan(const SweepPlan& plan, const std::string& experiment_text) {
-  if (plan.cell_yaml.size() != plan.cells.size())
-    throw std::logic_error("write_plan: the plan was made without its cells' YAML (CellFiles::Skip)");
-  nlohmann::json cells = nlohmann::json::array();
-  for (std::size_t i = 0; i < plan.cells.size(); ++i) {
-    const PlannedCell& c = plan.cells[i];
-    const fs::path yaml = c.config_file;
-    std::ifstream existing(yaml);
-    std::stringstream old;
-    old << existing.rdbuf();
-    if (!existing || old.str() != plan.cell_yaml[i]) util::write_file_atomically(yaml, plan.cell_yaml[i]);
-    nlohmann::json axes = nlohmann::json::array();
-    for (const auto& [k, v] : c.axes) axes.push_back({k, v});
-    cells.push_back({{"id", c.id},
-                     {"config_hash", c.config_hash},
-                     {"axes", axes},
-                     {"nodes", c.nodes},
-                     {"ranks_per_node", c.ranks_per_node},
-                     {"threads_per_rank", c.threads_per_rank},
-                     {"gpus_per_node", c.gpus_per_node},
-                     {"time_limit", c.time_limit},
-                     {"steps", c.steps},
-                     {"repeat", c.repeat},
-                     {"rank_command", c.rank_command}});
-    if (c.emulated.enabled)
-      cells.back()["emulated"] = {{"link_bits_per_second", c.emulated.link_bits_per_second},
-                                  {"dilation", c.emulated.dilation}};
-  }
-  const nlohmann::json j{{"name", plan.name}, {"axes", plan.axes}, {"cells", cells}};
-  util::write_file_atomically(plan.out_dir / "plan.json", j.dump(2) + "\n");
-  util::write_file_atomically(plan.out_dir / "experiment.yaml", experiment_text);
-}
-
-SweepPlan read_plan(const fs::path& out_dir) {
-  const fs::path file = out_dir / "plan.json";
-  std::ifstream in(file);
-  if (!in)
-    throw std::runtime_error(file.string() + ": not found; is " + out_dir.string() + " the output of `gradsweep run`?");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  SweepPlan plan;
-  plan.name = j.at("name");
-  plan.out_dir = fs::absolute(out_dir).lexically_normal();
-  plan.axes = j.at("axes").get<std::vector<std::string>>();
-  for (const auto& c : j.at("cells")) {
-    PlannedCell cell;
-    cell.id = c.at("id");
-    cell.config_hash = c.at("config_hash");
-    cell.dir = plan.out_dir / "cells" / cell.id;
-    cell.config_file = cell.dir / "cell.yaml";
-    for (const auto& a : c.at("axes")) cell.axes.emplace_back(a.at(0), a.at(1));
-    cell.nodes = c.value("nodes", 1);
-    cell.ranks_per_node = c.value("ranks_per_node", 1);
-    cell.threads_per_rank = c.value("threads_per_rank", 0);
-    cell.gpus_per_node = c.value("gpus_per_node", 0);
-    cell.time_limit = c.value("time_limit", "");
-    cell.steps = c.value("steps", 0);
-    cell.repeat = c.value("repeat", 0);
-    cell.rank_command = c.value("rank_command", std::vector<std::string>{});
-    if (c.contains("emulated"))
-      cell.emulated = {true, c["emulated"].value("link_bits_per_second", std::uint64_t{0}),
-                       c["emulated"].value("dilation", 1.0)};
-    plan.cells.push_back(std::move(cell));
   }
   return plan;
 }

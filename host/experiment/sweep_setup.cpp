@@ -17,20 +17,8 @@ LoadedSweep load_sweep(const fs::path& experiment_file, const std::string& out_d
   host::PluginRegistry registry;
   registry.scan(experiment_plugin_path(experiment));
   const fs::path out = out_dir.empty() ? fs::path("runs") / experiment.name : fs::path(out_dir);
-  SweepPlan plan = plan_sweep(experiment, out, registry, self_executable(), max_cells, cell_files);
+  runs::SweepPlan plan = plan_sweep(experiment, out, registry, self_executable(), max_cells, cell_files);
   return {std::move(experiment), std::move(plan)};
-}
-
-CellStatus current_status(const PlannedCell& cell) {
-  CellStatus status = read_cell_status(cell.dir);
-  if (!status.config_hash.empty() && status.config_hash != cell.config_hash) return CellStatus{};
-  return status;
-}
-
-std::string axes_text(const PlannedCell& cell) {
-  std::string text;
-  for (const auto& [k, v] : cell.axes) text += (text.empty() ? "" : " ") + k + "=" + v;
-  return text;
 }
 
 }  // namespace gradsweep::experiment

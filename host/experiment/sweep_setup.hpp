@@ -1,6 +1,6 @@
 #pragma once
-// What plan, run, status and report share: reading an experiment file into a plan (with the plugins
-// the cells name), the default output directory, and each cell's state on disk.
+// What plan, run and status share: reading an experiment file into a plan (with the plugins the cells
+// name) and the default output directory.
 #include "experiment/sweep_plan.hpp"
 
 #include <filesystem>
@@ -11,7 +11,7 @@ namespace gradsweep::experiment {
 
 struct LoadedSweep {
   ExperimentFile experiment;
-  SweepPlan plan;
+  runs::SweepPlan plan;
 };
 
 // Validates everything (throws host::ConfigError listing every problem) and plans the cells under
@@ -22,11 +22,5 @@ LoadedSweep load_sweep(const std::filesystem::path& experiment_file, const std::
 
 // This executable, for the ranks' command lines.
 std::filesystem::path self_executable();
-
-// The state a cell is in now: its status.json if it was written for this configuration, else pending.
-CellStatus current_status(const PlannedCell& cell);
-
-// "strategy=ring nodes=2"
-std::string axes_text(const PlannedCell& cell);
 
 }  // namespace gradsweep::experiment

@@ -23,9 +23,9 @@ std::optional<double> as_number(const std::string& text) {
 }
 
 // The axis's values as text, in cell order, each once.
-std::vector<std::string> axis_texts(const SweepPlan& plan, const std::string& axis) {
+std::vector<std::string> axis_texts(const runs::SweepPlan& plan, const std::string& axis) {
   std::vector<std::string> texts;
-  for (const PlannedCell& cell : plan.cells)
+  for (const runs::PlannedCell& cell : plan.cells)
     for (const auto& [name, value] : cell.axes)
       if (name == axis && std::find(texts.begin(), texts.end(), value) == texts.end()) texts.push_back(value);
   return texts;
@@ -54,7 +54,7 @@ AxisKind kind_of_axis(const tensorboard::HParamAxis& axis) {
 }
 }  // namespace
 
-std::vector<tensorboard::HParamAxis> typed_axes(const SweepPlan& plan) {
+std::vector<tensorboard::HParamAxis> typed_axes(const runs::SweepPlan& plan) {
   std::vector<tensorboard::HParamAxis> axes;
   for (const std::string& name : plan.axes) {
     const std::vector<std::string> texts = axis_texts(plan, name);
@@ -66,7 +66,7 @@ std::vector<tensorboard::HParamAxis> typed_axes(const SweepPlan& plan) {
   return axes;
 }
 
-tensorboard::HParams cell_hparams(const PlannedCell& cell, const std::vector<tensorboard::HParamAxis>& axes) {
+tensorboard::HParams cell_hparams(const runs::PlannedCell& cell, const std::vector<tensorboard::HParamAxis>& axes) {
   tensorboard::HParams hparams;
   for (const auto& [name, value] : cell.axes) {
     const auto axis = std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.name == name; });
@@ -75,9 +75,9 @@ tensorboard::HParams cell_hparams(const PlannedCell& cell, const std::vector<ten
   return hparams;
 }
 
-void write_tensorboard_experiment(const SweepPlan& plan) {
+void write_tensorboard_experiment(const runs::SweepPlan& plan) {
   const std::vector<tensorboard::HParamAxis> axes = typed_axes(plan);
-  for (const PlannedCell& cell : plan.cells) {
+  for (const runs::PlannedCell& cell : plan.cells) {
     fs::create_directories(cell.dir);
     util::write_file_atomically(cell.dir / tensorboard::kSweepAxesFile,
                                 tensorboard::hparams_json(cell_hparams(cell, axes)));

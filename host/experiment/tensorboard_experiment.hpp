@@ -18,12 +18,12 @@ inline constexpr const char* kExperimentEventFile = "events.out.tfevents.0.grads
 
 // The axes of the plan, each with its values in cell order without repeats, typed for the dashboard: an
 // axis whose every value is a number is numeric, one of only true/false is a bool, any other a string.
-std::vector<tensorboard::HParamAxis> typed_axes(const SweepPlan& plan);
+std::vector<tensorboard::HParamAxis> typed_axes(const runs::SweepPlan& plan);
 
 // The cell's axis values, typed as typed_axes types their axis.
-tensorboard::HParams cell_hparams(const PlannedCell& cell, const std::vector<tensorboard::HParamAxis>& axes);
+tensorboard::HParams cell_hparams(const runs::PlannedCell& cell, const std::vector<tensorboard::HParamAxis>& axes);
 
 // Writes DIR/<kExperimentEventFile> and every cell's sweep_axes.json (atomically).
-void write_tensorboard_experiment(const SweepPlan& plan);
+void write_tensorboard_experiment(const runs::SweepPlan& plan);
 
 }  // namespace gradsweep::experiment

@@ -186,7 +186,7 @@ TEST(DilationCalibration, TheReferenceIsTheBestCalibrationOfTheComputationSoFar)
       (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
       "}\ntrain: {steps: 4, batch_size: 4, seq_len: 16, lr: 1e-3}\neval: {batches: 1}\n";
   write_text(dir / "cell" / "cell.yaml", cell_text);
-  experiment::PlannedCell cell;
+  runs::PlannedCell cell;
   cell.dir = dir / "cell";
   cell.config_file = cell.dir / "cell.yaml";
   cell.rank_command = {gradsweep_binary().string(), "train", cell.config_file.string(), "--out", cell.dir.string()};

@@ -7,7 +7,7 @@
 #include "emulated_test_support.hpp"
 #include "support/skip_rule.hpp"
 
-#include "experiment/cell_status.hpp"
+#include "runs/cell_status.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 namespace gradsweep::test {
 namespace {
 namespace fs = std::filesystem;
-using experiment::CellState;
+using runs::CellState;
 
 constexpr int kDeadlineSeconds = 15;  // runtime.comm_timeout of the cell
 
@@ -75,7 +75,7 @@ ElasticRun run_with_fault(const fs::path& dir, Fault fault) {
   run.cluster = cluster_of(cell);
   fault(run.cluster);
   const auto faulted = std::chrono::steady_clock::now();
-  EXPECT_TRUE(wait_for([&] { return !experiment::read_cell_status(cell).resizes.empty(); }, 120));
+  EXPECT_TRUE(wait_for([&] { return !runs::read_cell_status(cell).resizes.empty(); }, 120));
   run.seconds_to_resize = std::chrono::duration<double>(std::chrono::steady_clock::now() - faulted).count();
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -89,8 +89,8 @@ ElasticRun run_with_fault(const fs::path& dir, Fault fault) {
 // What every elastic run must show, whichever way node 3 was lost.
 void expect_resized_to_three(const ElasticRun& run, const std::string& why) {
   ASSERT_FALSE(run.resized.empty()) << run.log;
-  const experiment::CellStatus status = experiment::read_cell_status(run.resized);
-  EXPECT_EQ(status.state, CellState::Ok) << status.reason;
+  const runs::CellStatus status = runs::read_cell_status(run.resized);
+  EXPECT_EQ(status.state, runs::CellState::Ok) << status.reason;
   ASSERT_EQ(status.resizes.size(), 1u);
   EXPECT_EQ(status.resizes[0].from_nodes, 4);
   EXPECT_EQ(status.resizes[0].to_nodes, 3);

@@ -7,7 +7,7 @@
 #include "emulated_test_support.hpp"
 #include "experiment/experiment_test_support.hpp"
 
-#include "experiment/cell_status.hpp"
+#include "runs/cell_status.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -24,7 +24,7 @@
 namespace gradsweep::test {
 namespace {
 namespace fs = std::filesystem;
-using experiment::CellState;
+using runs::CellState;
 
 // The one cell directory of a sweep's output, once it exists.
 fs::path only_cell(const fs::path& out) {
@@ -83,6 +83,24 @@ TEST_F(EmulatedSweep, LinkRateAsAnAxisShowsInResultsAndTheSlowLinkBoundsTheStep)
   ASSERT_GT(bytes, 100000.0) << slow.dump();
   EXPECT_GE(slow["step_time_s"].get<double>(), 0.9 * bytes * 8 / 20e6) << slow.dump();
   EXPECT_LT(slow["tokens_per_sec"].get<double>(), fast["tokens_per_sec"].get<double>());
+
+  // Each node's link counted what crossed it (the bridge's veth counters): at least the bytes rank 0 sent in
+  // its steps left through node 0's link and reached node 1, and at both rates the same training moved
+  // about the same bytes (Ethernet and TCP headers, evaluation and start-up on top).
+  for (const auto* s : {&slow, &fast}) {
+    const nlohmann::json& links = (*s)["cluster"]["link_bytes"];
+    ASSERT_EQ(links.size(), 2u) << s->dump();
+    const double steps = (*s)["steps"].get<double>();
+    EXPECT_GE(links[0]["from_node"].get<double>(), steps * (*s)["bytes_sent_per_step"].get<double>()) << links;
+    EXPECT_GE(links[1]["to_node"].get<double>(), steps * (*s)["bytes_sent_per_step"].get<double>()) << links;
+    EXPECT_LT(links[0]["from_node"].get<double>(), 4 * steps * (*s)["bytes_sent_per_step"].get<double>() + 4e6)
+        << links;
+    EXPECT_GT((*s)["cluster"]["link_bytes_per_node"].get<double>(), 0.0);
+  }
+  const double slow_bytes = slow["cluster"]["link_bytes_per_node"].get<double>();
+  const double fast_bytes = fast["cluster"]["link_bytes_per_node"].get<double>();
+  EXPECT_NEAR(slow_bytes / fast_bytes, 1.0, 0.25) << slow_bytes << " against " << fast_bytes;
+  EXPECT_NE(header.find("cluster.link_bytes_per_node"), std::string::npos) << header;
 }
 
 TEST_F(EmulatedSweep, InterruptedAndKilledRunsLeaveNoClusterAndTheNextRunResumes) {
@@ -115,7 +133,7 @@ TEST_F(EmulatedSweep, InterruptedAndKilledRunsLeaveNoClusterAndTheNextRunResumes
     ::waitpid(pid, &status, 0);
     if (sig == SIGINT) {
       EXPECT_EQ(WEXITSTATUS(status), 130) << read_text(log);
-      EXPECT_EQ(experiment::read_cell_status(cell).state, CellState::Interrupted);
+      EXPECT_EQ(runs::read_cell_status(cell).state, runs::CellState::Interrupted);
       EXPECT_EQ(objects_of(name), "") << "Ctrl-C left cluster " << name;
     } else {
       // The cluster outlives a SIGKILLed launcher, but not its job (mpirun gets SIGTERM from the kernel).
@@ -127,7 +145,7 @@ TEST_F(EmulatedSweep, InterruptedAndKilledRunsLeaveNoClusterAndTheNextRunResumes
   const CommandResult again = run_sweep(dir / "exp.yaml", dir / "out");
   ASSERT_EQ(again.exit_code, 0) << again.output;
   const fs::path cell = only_cell(dir / "out");
-  EXPECT_EQ(experiment::read_cell_status(cell).state, CellState::Ok);
+  EXPECT_EQ(runs::read_cell_status(cell).state, runs::CellState::Ok);
   EXPECT_NE(read_text(cell / "rank-0.log").find("resumed from"), std::string::npos);
   for (const std::string& name : clusters) EXPECT_EQ(objects_of(name), "") << "cluster " << name << " left behind";
   EXPECT_EQ(objects_of(cluster_of(cell)), "");
@@ -167,7 +185,7 @@ TEST_F(EmulatedSweep, RankKilledMidStepFailsItsCellTearsItsClusterDownAndTheSwee
   EXPECT_EQ(WEXITSTATUS(status), 1) << log;
   EXPECT_NE(log.find("1 ok, 1 failed"), std::string::npos) << log;
   EXPECT_LT(seconds, 90) << log;
-  EXPECT_EQ(experiment::read_cell_status(cell).state, CellState::Failed);
+  EXPECT_EQ(runs::read_cell_status(cell).state, runs::CellState::Failed);
   EXPECT_EQ(objects_of(name), "") << "the failed cell's cluster was left";
 }
 

@@ -2,7 +2,7 @@
 // on, how a cell that changed size is marked, and the planner's answers to elastic settings that cannot work.
 // The runs themselves: tests/cluster/elastic_cell_test.cpp (emulated cluster) and
 // tests/experiment/slurm_multinode_test.cpp (Slurm's requeue onto fewer nodes).
-#include "experiment/cell_status.hpp"
+#include "runs/cell_status.hpp"
 #include "experiment/elastic_cell.hpp"
 
 #include "experiment/experiment_test_support.hpp"
@@ -26,7 +26,7 @@ TEST(ElasticCell, TheFailureAndTheLinksNameTheLostNodes) {
 }
 
 TEST(ElasticCell, GoesOnWithTheNodesLeftDownToItsMinimum) {
-  PlannedCell cell;
+  runs::PlannedCell cell;
   cell.nodes = 4;
   cell.ranks_per_node = 2;
   EXPECT_FALSE(shrunk_cell(cell, {3})) << "not elastic: a lost node fails the cell";
@@ -41,17 +41,18 @@ TEST(ElasticCell, GoesOnWithTheNodesLeftDownToItsMinimum) {
 }
 
 TEST(ElasticCell, AResizedCellIsMarkedByItsStatusOrItsSummary) {
-  PlannedCell cell;
+  runs::PlannedCell cell;
   cell.nodes = 4;
-  CellStatus status;
+  runs::CellStatus status;
   const nlohmann::json same{{"world_size", 4}};
-  EXPECT_EQ(resized_text(cell, status, same), "");
+  EXPECT_EQ(runs::resized_text(cell, status, same), "");
   status.resizes = {{4, 3, {3}, "killed: rank 3 signal 9", "t"}, {3, 2, {0}, "link down on node 0", "t"}};
-  EXPECT_EQ(resized_text(cell, status, same), "4->3->2 nodes");
+  EXPECT_EQ(runs::resized_text(cell, status, same), "4->3->2 nodes");
   status.resizes.clear();
   // Slurm's requeue: the summary says the run resumed at another size, or ran at one.
-  EXPECT_EQ(resized_text(cell, status, {{"world_size", 3}, {"resharded", {{"from_world_size", 4}}}}), "4->3 ranks");
-  EXPECT_EQ(resized_text(cell, status, {{"world_size", 3}}), "4->3 ranks");
+  EXPECT_EQ(runs::resized_text(cell, status, {{"world_size", 3}, {"resharded", {{"from_world_size", 4}}}}),
+            "4->3 ranks");
+  EXPECT_EQ(runs::resized_text(cell, status, {{"world_size", 3}}), "4->3 ranks");
 }
 
 TEST(ElasticCell, SettingsThatCannotWorkAreRefusedWhereTheyAreWritten) {

@@ -23,8 +23,8 @@ std::string tiny_experiment(const std::string& extra, int steps) {
          extra;
 }
 
-experiment::SweepPlan plan_text(const fs::path& dir, const std::string& text, const std::vector<std::string>& overrides,
-                                const std::string& name) {
+runs::SweepPlan plan_text(const fs::path& dir, const std::string& text, const std::vector<std::string>& overrides,
+                          const std::string& name) {
   write_text(dir / name, text);
   const auto exp = experiment::load_experiment_file(dir / name, overrides);
   host::PluginRegistry registry;

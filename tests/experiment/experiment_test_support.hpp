@@ -16,8 +16,8 @@ namespace gradsweep::test {
 std::string tiny_experiment(const std::string& extra, int steps = 4);
 
 // Writes `text` to <dir>/<name> and plans it (plugins from the build tree).
-experiment::SweepPlan plan_text(const std::filesystem::path& dir, const std::string& text,
-                                const std::vector<std::string>& overrides = {}, const std::string& name = "exp.yaml");
+runs::SweepPlan plan_text(const std::filesystem::path& dir, const std::string& text,
+                          const std::vector<std::string>& overrides = {}, const std::string& name = "exp.yaml");
 
 // The validation problems of `text` (empty when it plans).
 std::vector<std::string> plan_problems(const std::filesystem::path& dir, const std::string& text);

@@ -20,7 +20,7 @@ std::string wide_matrix() {
                                "  strategy: [single, ring, dps, {name: sampled, negatives: 64}]\n");
 }
 
-experiment::SweepPlan plan_wide(experiment::CellFiles files) {
+runs::SweepPlan plan_wide(experiment::CellFiles files) {
   const auto dir = test::scratch_dir();
   test::write_text(dir / "wide.yaml", wide_matrix());
   const auto exp = experiment::load_experiment_file(dir / "wide.yaml", {});
@@ -56,7 +56,7 @@ TEST(PlanScaling, RunEmitsEachCellsYamlOnceWithTheSameIds) {
 // write_plan needs the texts: a plan made for listing only is refused rather than written without them.
 TEST(PlanScaling, WritePlanRefusesAPlanWithoutCellYaml) {
   const auto plan = plan_wide(experiment::CellFiles::Skip);
-  EXPECT_THROW(experiment::write_plan(plan, "name: wide\n"), std::logic_error);
+  EXPECT_THROW(runs::write_plan(plan, "name: wide\n"), std::logic_error);
 }
 
 }  // namespace

@@ -4,10 +4,10 @@
 // projection's columns and charts, and one that shows which one-rank cells may lend ring their compute.
 #include "experiment_test_support.hpp"
 
-#include "projection/link_fit.hpp"
-#include "projection/projection.hpp"
-#include "projection/step_model.hpp"
-#include "projection/sweep_measurements.hpp"
+#include "analysis/link_fit.hpp"
+#include "analysis/projection.hpp"
+#include "analysis/step_model.hpp"
+#include "analysis/sweep_measurements.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -19,7 +19,7 @@
 namespace gradsweep {
 namespace {
 namespace fs = std::filesystem;
-using namespace projection;
+using namespace analysis;
 
 const char* kRootEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
 

@@ -1,6 +1,9 @@
 // The experiment file's options for comparisons, planned through the library as `gradsweep plan` does:
-// repeat: {count: N, vary_seed: false}, and the report section, with their errors at file:line:column.
+// repeat: {count: N, vary_seed: false}, and the report section, with their errors at file:line:column;
+// and the order repeats run in.
 #include "experiment_test_support.hpp"
+
+#include "experiment/run_order.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,6 +11,23 @@
 
 namespace gradsweep {
 namespace {
+using experiment::interleaved_order;
+
+TEST(RunOrder, RoundRobinReversedEveryOtherRound) {
+  std::vector<runs::PlannedCell> cells;
+  for (const std::string name : {"A", "B", "C"})
+    for (int r = 0; r < 3; ++r) {
+      runs::PlannedCell c;
+      c.id = name + std::to_string(r);
+      c.repeat = r;
+      cells.push_back(c);
+    }
+  std::string order;
+  for (const auto& c : interleaved_order(cells)) order += c.id + " ";
+  EXPECT_EQ(order, "A0 B0 C0 C1 B1 A1 A2 B2 C2 ");
+  cells.resize(2);  // A0, A1: no other cell to interleave with
+  EXPECT_EQ(interleaved_order(cells)[1].id, "A1");
+}
 
 TEST(RepeatOption, FixedSeedRepeatsAreDistinctCellsWithOneSeed) {
   const auto plan =

@@ -29,7 +29,7 @@ TEST(ReportComparison, RepeatedSweepGetsVerdictsAndColumns) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
   // Interleaved: A0 B0 B1 A1 A2 B2, by the time each cell's summary was written.
-  const auto plan = experiment::read_plan(dir / "out");
+  const auto plan = runs::read_plan(dir / "out");
   ASSERT_EQ(plan.cells.size(), 6u);
   std::vector<std::pair<fs::file_time_type, std::string>> finished;
   for (const auto& c : plan.cells)

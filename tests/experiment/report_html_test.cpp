@@ -63,7 +63,7 @@ TEST(ReportPage, ChromiumDrawsEveryChartWithoutErrors) {
                                      test::gradsweep("run " + (dir / "page.yaml").string() + " --out " +
                                                      (dir / "out").string() + " --set eval.every=2"));
   ASSERT_EQ(run.exit_code, 1) << "one cell fails, the others finish:\n" << run.output;
-  const auto plan = experiment::read_plan(dir / "out");
+  const auto plan = runs::read_plan(dir / "out");
   ASSERT_EQ(plan.cells.size(), 4u);
   const fs::path page = dir / "out" / "report.html";
   ASSERT_TRUE(fs::exists(page));

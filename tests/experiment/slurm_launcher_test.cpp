@@ -28,18 +28,18 @@ using test::run_command;
 // What the launcher reported, in order ("started <id>", "finished <id> <state>").
 struct RecordingSink : ProgressSink {
   std::vector<std::string> events;
-  void cell_started(const PlannedCell& c) override { events.push_back("started " + c.id); }
-  void cell_running(const PlannedCell&) override {}
-  void cell_finished(const PlannedCell& c, const CellStatus& s) override {
+  void cell_started(const runs::PlannedCell& c) override { events.push_back("started " + c.id); }
+  void cell_running(const runs::PlannedCell&) override {}
+  void cell_finished(const runs::PlannedCell& c, const runs::CellStatus& s) override {
     events.push_back(std::string("finished ") + c.id + " " + to_string(s.state));
   }
 };
 
 // A planned cell as the driver would hand it over: its directory, cell.yaml and rank command.
-PlannedCell make_cell(const fs::path& out, const std::string& id, const std::string& strategy, int ranks, int steps,
-                      double lr = 1e-3) {
+runs::PlannedCell make_cell(const fs::path& out, const std::string& id, const std::string& strategy, int ranks,
+                            int steps, double lr = 1e-3) {
   const fs::path corpus = test::byte_corpus();
-  PlannedCell c;
+  runs::PlannedCell c;
   c.id = id;
   c.config_hash = id + "0000";
   c.dir = out / "cells" / id;
@@ -89,7 +89,7 @@ int resumed_step(const fs::path& cell_dir) {
 // (without cancelling the jobs) if the test ends early.
 class LauncherThread {
  public:
-  LauncherThread(Launcher& launcher, std::vector<PlannedCell> cells, LaunchOptions options)
+  LauncherThread(Launcher& launcher, std::vector<runs::PlannedCell> cells, LaunchOptions options)
       : cells_(std::move(cells)), options_(options) {
     options_.stop_requested = &stop_;
     thread_ = std::thread([this, &launcher] {
@@ -112,7 +112,7 @@ class LauncherThread {
   const RecordingSink& sink() const { return sink_; }
 
  private:
-  std::vector<PlannedCell> cells_;
+  std::vector<runs::PlannedCell> cells_;
   LaunchOptions options_;
   std::atomic<bool> stop_{false};
   RecordingSink sink_;
@@ -122,11 +122,11 @@ class LauncherThread {
 };
 
 // Waits until the cell has written at least `steps` metrics lines and status.json names its job.
-std::string wait_for_progress(const PlannedCell& cell, std::size_t steps, int timeout_s = 90) {
+std::string wait_for_progress(const runs::PlannedCell& cell, std::size_t steps, int timeout_s = 90) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   while (std::chrono::steady_clock::now() < until) {
-    const CellStatus status = read_cell_status(cell.dir);
-    if (status.state == CellState::Running && lines_in(cell.dir / "metrics.jsonl") >= steps) return status.job;
+    const runs::CellStatus status = runs::read_cell_status(cell.dir);
+    if (status.state == runs::CellState::Running && lines_in(cell.dir / "metrics.jsonl") >= steps) return status.job;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return "";
@@ -135,9 +135,9 @@ std::string wait_for_progress(const PlannedCell& cell, std::size_t steps, int ti
 TEST(SlurmLauncher, ArraysPerShapeRunEveryCellToOk) {
   GRADSWEEP_REQUIRE_SLURM();
   const fs::path out = test::scratch_dir();
-  const std::vector<PlannedCell> cells = {make_cell(out, "single-a", "single", 1, 6, 1e-3),
-                                          make_cell(out, "ring-x2", "ring", 2, 6),
-                                          make_cell(out, "single-b", "single", 1, 6, 2e-3)};
+  const std::vector<runs::PlannedCell> cells = {make_cell(out, "single-a", "single", 1, 6, 1e-3),
+                                                make_cell(out, "ring-x2", "ring", 2, 6),
+                                                make_cell(out, "single-b", "single", 1, 6, 2e-3)};
   std::ostringstream messages;
   auto launcher = make_slurm_launcher(launcher_options(out, messages));
   EXPECT_EQ(launcher->name(), "slurm");
@@ -149,9 +149,9 @@ TEST(SlurmLauncher, ArraysPerShapeRunEveryCellToOk) {
   EXPECT_EQ(lines_in(out / "slurm" / "jobs.jsonl"), 2u) << messages.str();
   const std::string said = messages.str();
   EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 2) << said;
-  for (const PlannedCell& c : cells) {
-    const CellStatus s = read_cell_status(c.dir);
-    EXPECT_EQ(s.state, CellState::Ok) << c.id << ": " << s.reason << "\n" << read_text(c.dir / "launcher.log");
+  for (const runs::PlannedCell& c : cells) {
+    const runs::CellStatus s = runs::read_cell_status(c.dir);
+    EXPECT_EQ(s.state, runs::CellState::Ok) << c.id << ": " << s.reason << "\n" << read_text(c.dir / "launcher.log");
     EXPECT_EQ(s.launcher, "slurm");
     EXPECT_EQ(s.config_hash, c.config_hash);
     EXPECT_TRUE(fs::exists(c.dir / "summary.json")) << c.id;
@@ -175,7 +175,8 @@ TEST(SlurmLauncher, ArraysPerShapeRunEveryCellToOk) {
 TEST(SlurmLauncher, DryRunWritesScriptsNoWaitReturnsAtOnceAndTheNextRunFollows) {
   GRADSWEEP_REQUIRE_SLURM();
   const fs::path out = test::scratch_dir();
-  const std::vector<PlannedCell> cells = {make_cell(out, "a", "single", 1, 4), make_cell(out, "b", "single", 1, 4)};
+  const std::vector<runs::PlannedCell> cells = {make_cell(out, "a", "single", 1, 4),
+                                                make_cell(out, "b", "single", 1, 4)};
   std::ostringstream messages;
   RecordingSink sink;
   LaunchOptions dry;
@@ -199,19 +200,19 @@ TEST(SlurmLauncher, DryRunWritesScriptsNoWaitReturnsAtOnceAndTheNextRunFollows) 
   EXPECT_EQ(r3.ok, 2) << again.str();
   EXPECT_NE(again.str().find("still in Slurm's queue"), std::string::npos) << again.str();
   EXPECT_EQ(lines_in(out / "slurm" / "jobs.jsonl"), 1u);
-  for (const PlannedCell& c : cells)
-    EXPECT_TRUE(is_cell_done(c.dir, c.config_hash))
+  for (const runs::PlannedCell& c : cells)
+    EXPECT_TRUE(runs::is_cell_done(c.dir, c.config_hash))
         << read_text(c.dir / "status.json") << read_text(c.dir / "launcher.log");
 }
 
 TEST(SlurmLauncher, AFailingCellSaysWhyAndFailFastCancelsTheRest) {
   GRADSWEEP_REQUIRE_SLURM();
   const fs::path out = test::scratch_dir();
-  PlannedCell broken = make_cell(out, "broken", "single", 1, 4);
+  runs::PlannedCell broken = make_cell(out, "broken", "single", 1, 4);
   std::string yaml = read_text(broken.config_file);
   yaml.replace(yaml.find("seq_len: 32"), 11, "seq_len: 999");  // longer than the model's block size
   test::write_text(broken.config_file, yaml);
-  const PlannedCell slow = make_cell(out, "slow", "ring", 2, 400);
+  const runs::PlannedCell slow = make_cell(out, "slow", "ring", 2, 400);
   std::ostringstream messages;
   LaunchOptions options;
   options.fail_fast = true;
@@ -220,11 +221,11 @@ TEST(SlurmLauncher, AFailingCellSaysWhyAndFailFastCancelsTheRest) {
   EXPECT_EQ(r.failed, 1) << messages.str();
   EXPECT_EQ(r.interrupted, 1) << messages.str() << read_text(slow.dir / "status.json");
   EXPECT_TRUE(r.stopped);
-  const CellStatus b = read_cell_status(broken.dir);
-  EXPECT_EQ(b.state, CellState::Failed);
+  const runs::CellStatus b = runs::read_cell_status(broken.dir);
+  EXPECT_EQ(b.state, runs::CellState::Failed);
   EXPECT_NE(b.reason.find("seq_len"), std::string::npos) << b.reason;
   EXPECT_NE(messages.str().find("--fail-fast"), std::string::npos) << messages.str();
-  EXPECT_EQ(read_cell_status(slow.dir).state, CellState::Interrupted);
+  EXPECT_EQ(runs::read_cell_status(slow.dir).state, runs::CellState::Interrupted);
 }
 
 TEST(SlurmLauncher, RequeuedTaskResumesFromTheCheckpoint) {
@@ -236,7 +237,7 @@ TEST(SlurmLauncher, RequeuedTaskResumesFromTheCheckpoint) {
   if (const char* run = std::getenv("GRADSWEEP_TEST_SLURM_REQUEUE"); run != nullptr && std::string(run) == "0")
     GTEST_SKIP() << "GRADSWEEP_TEST_SLURM_REQUEUE=0";
   const fs::path out = test::scratch_dir();
-  const PlannedCell cell = make_cell(out, "requeued", "ring", 2, 60);
+  const runs::PlannedCell cell = make_cell(out, "requeued", "ring", 2, 60);
   std::ostringstream messages;
   auto launcher = make_slurm_launcher(launcher_options(out, messages));
   LauncherThread run(*launcher, {cell}, {});
@@ -259,7 +260,7 @@ TEST(SlurmLauncher, RequeuedTaskResumesFromTheCheckpoint) {
 TEST(SlurmLauncher, CancelledTaskIsInterruptedAndTheNextRunResumesIt) {
   GRADSWEEP_REQUIRE_SLURM();
   const fs::path out = test::scratch_dir();
-  const PlannedCell cell = make_cell(out, "cancelled", "single", 1, 60);
+  const runs::PlannedCell cell = make_cell(out, "cancelled", "single", 1, 60);
   std::ostringstream messages;
   auto launcher = make_slurm_launcher(launcher_options(out, messages));
   {
@@ -271,8 +272,8 @@ TEST(SlurmLauncher, CancelledTaskIsInterruptedAndTheNextRunResumesIt) {
     const LaunchResult r = run.join();
     ASSERT_TRUE(run.error().empty()) << run.error();
     EXPECT_EQ(r.interrupted, 1);
-    const CellStatus s = read_cell_status(cell.dir);
-    EXPECT_EQ(s.state, CellState::Interrupted) << s.reason;
+    const runs::CellStatus s = runs::read_cell_status(cell.dir);
+    EXPECT_EQ(s.state, runs::CellState::Interrupted) << s.reason;
     EXPECT_NE(s.reason.find("CANCELLED"), std::string::npos) << s.reason;
     EXPECT_EQ(s.job, job);
   }

@@ -160,8 +160,8 @@ TEST(BatchScript, RunsUnderBashWithHostileValuesAndRunsNothingElse) {
                                  (t.cell_dir / "cell.yaml").string() + "\n--out\n" + t.cell_dir.string() + "\n" +
                                  (task == 1 ? "--set\nruntime.threads=3\n" : "");
     EXPECT_EQ(read_text(args), expected);
-    const CellStatus status = read_cell_status(t.cell_dir);
-    EXPECT_EQ(status.state, CellState::Ok) << read_text(t.cell_dir / "status.json");
+    const runs::CellStatus status = runs::read_cell_status(t.cell_dir);
+    EXPECT_EQ(status.state, runs::CellState::Ok) << read_text(t.cell_dir / "status.json");
     EXPECT_EQ(status.job, "42_" + std::to_string(task));
     EXPECT_EQ(status.config_hash, "0123456789abcdef");
     EXPECT_EQ(status.launcher, "slurm");
@@ -182,8 +182,8 @@ TEST(BatchScript, AFailingSrunMarksTheCellFailedWithItsExitCode) {
       run_command("PATH=" + shell_quote((root / "bin").string()) +
                   ":$PATH SLURM_ARRAY_JOB_ID=7 SLURM_ARRAY_TASK_ID=0 bash " + shell_quote(script.string()) + " 2>&1");
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  const CellStatus status = read_cell_status(a.tasks[0].cell_dir);
-  EXPECT_EQ(status.state, CellState::Failed);
+  const runs::CellStatus status = runs::read_cell_status(a.tasks[0].cell_dir);
+  EXPECT_EQ(status.state, runs::CellState::Failed);
   EXPECT_EQ(status.exit_code, 3);
   EXPECT_NE(status.reason.find("code 3"), std::string::npos) << status.reason;
 }
@@ -209,8 +209,8 @@ TEST(BatchScript, SetupLinesRunBeforeSrunInTheSameShell) {
   EXPECT_EQ(read_text(saw), "from setup") << r.output;
 }
 
-PlannedCell cell(const std::string& id, int nodes, int ranks, const std::string& time = "") {
-  PlannedCell c;
+runs::PlannedCell cell(const std::string& id, int nodes, int ranks, const std::string& time = "") {
+  runs::PlannedCell c;
   c.id = id;
   c.nodes = nodes;
   c.ranks_per_node = ranks;
@@ -219,8 +219,8 @@ PlannedCell cell(const std::string& id, int nodes, int ranks, const std::string&
 }
 
 TEST(ResourceShape, CellsWithTheSameResourcesShareOneArray) {
-  std::vector<PlannedCell> cells = {cell("a", 1, 1), cell("b", 1, 2), cell("c", 1, 1), cell("d", 2, 2, "01:00:00"),
-                                    cell("e", 1, 2)};
+  std::vector<runs::PlannedCell> cells = {cell("a", 1, 1), cell("b", 1, 2), cell("c", 1, 1),
+                                          cell("d", 2, 2, "01:00:00"), cell("e", 1, 2)};
   cells.push_back(cell("f", 1, 1));
   cells.back().slurm.partition = "gpu";  // same shape name, different sbatch options: its own array
   cells.push_back(cell("g", 1, 1));
@@ -231,7 +231,7 @@ TEST(ResourceShape, CellsWithTheSameResourcesShareOneArray) {
   ASSERT_EQ(groups.size(), 6u);
   auto ids = [](const ShapeGroup& g) {
     std::string s;
-    for (const PlannedCell* c : g.cells) s += c->id;
+    for (const runs::PlannedCell* c : g.cells) s += c->id;
     return s;
   };
   EXPECT_EQ(groups[0].name, "n1x1");
@@ -288,18 +288,18 @@ TEST(SlurmCommands, MissingToolsAreClearErrors) {
 
 TEST(TaskOutcome, ScriptStatusFirstThenSlurmState) {
   const fs::path dir = test::scratch_dir();
-  CellStatus written;
+  runs::CellStatus written;
   written.job = "5_1";
-  written.state = CellState::Ok;
-  EXPECT_EQ(task_outcome(dir, "h", "5_1", written, std::nullopt).state, CellState::Ok);
+  written.state = runs::CellState::Ok;
+  EXPECT_EQ(task_outcome(dir, "h", "5_1", written, std::nullopt).state, runs::CellState::Ok);
   // A status left by an earlier job of the same cell does not count.
-  EXPECT_EQ(task_outcome(dir, "h", "9_0", written, std::nullopt).state, CellState::Failed);
+  EXPECT_EQ(task_outcome(dir, "h", "9_0", written, std::nullopt).state, runs::CellState::Failed);
 
   write_text(dir / "rank-0.log", "[info] step 1\n[error] out of memory in step 3\n");
-  written.state = CellState::Failed;
+  written.state = runs::CellState::Failed;
   written.exit_code = 2;
-  const CellStatus failed = task_outcome(dir, "h", "5_1", written, std::nullopt);
-  EXPECT_EQ(failed.state, CellState::Failed);
+  const runs::CellStatus failed = task_outcome(dir, "h", "5_1", written, std::nullopt);
+  EXPECT_EQ(failed.state, runs::CellState::Failed);
   EXPECT_NE(failed.reason.find("code 2"), std::string::npos) << failed.reason;
   EXPECT_NE(failed.reason.find("out of memory"), std::string::npos) << failed.reason;
 
@@ -307,22 +307,22 @@ TEST(TaskOutcome, ScriptStatusFirstThenSlurmState) {
   // The script saw srun die and wrote "failed", but Slurm cancelled the task: interrupted, not failed.
   slurm.job = "5_1";
   slurm.state = "CANCELLED";
-  EXPECT_EQ(task_outcome(dir, "h", "5_1", written, slurm).state, CellState::Interrupted);
+  EXPECT_EQ(task_outcome(dir, "h", "5_1", written, slurm).state, runs::CellState::Interrupted);
   slurm.state = "FAILED";
-  EXPECT_EQ(task_outcome(dir, "h", "5_1", written, slurm).state, CellState::Failed);
+  EXPECT_EQ(task_outcome(dir, "h", "5_1", written, slurm).state, runs::CellState::Failed);
 
-  written.state = CellState::Running;
+  written.state = runs::CellState::Running;
   slurm.job = "5_1";
   slurm.state = "CANCELLED";
   slurm.reason = "by 0";
-  const CellStatus cancelled = task_outcome(dir, "h", "5_1", written, slurm);
-  EXPECT_EQ(cancelled.state, CellState::Interrupted);
+  const runs::CellStatus cancelled = task_outcome(dir, "h", "5_1", written, slurm);
+  EXPECT_EQ(cancelled.state, runs::CellState::Interrupted);
   EXPECT_NE(cancelled.reason.find("CANCELLED"), std::string::npos) << cancelled.reason;
   slurm.state = "TIMEOUT";
-  EXPECT_EQ(task_outcome(dir, "h", "5_1", written, slurm).state, CellState::Timeout);
+  EXPECT_EQ(task_outcome(dir, "h", "5_1", written, slurm).state, runs::CellState::Timeout);
   slurm.state = "NODE_FAIL";
-  const CellStatus node_fail = task_outcome(dir, "h", "5_1", written, slurm);
-  EXPECT_EQ(node_fail.state, CellState::Failed);
+  const runs::CellStatus node_fail = task_outcome(dir, "h", "5_1", written, slurm);
+  EXPECT_EQ(node_fail.state, runs::CellState::Failed);
   EXPECT_NE(node_fail.reason.find("NODE_FAIL"), std::string::npos);
   EXPECT_NE(node_fail.reason.find("out of memory"), std::string::npos);
   // Without a rank log error, the rank's own words in launcher.log beat srun's "Exited with exit code 2".
@@ -331,8 +331,8 @@ TEST(TaskOutcome, ScriptStatusFirstThenSlurmState) {
              "=== gradsweep: slurm job 5_2\nerror: configuration error:\n  cell.yaml: train.seq_len: too long\n"
              "srun: error: vm: task 0: Exited with exit code 2\n");
   written.job = "5_2";
-  written.state = CellState::Failed;
-  const CellStatus config_error = task_outcome(dir2, "h", "5_2", written, std::nullopt);
+  written.state = runs::CellState::Failed;
+  const runs::CellStatus config_error = task_outcome(dir2, "h", "5_2", written, std::nullopt);
   EXPECT_NE(config_error.reason.find("error: configuration error: cell.yaml: train.seq_len: too long"),
             std::string::npos)
       << config_error.reason;

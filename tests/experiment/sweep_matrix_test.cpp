@@ -11,9 +11,9 @@
 namespace gradsweep {
 namespace {
 
-using experiment::SweepPlan;
+using runs::SweepPlan;
 
-std::vector<std::string> axis_rows(const SweepPlan& plan) {
+std::vector<std::string> axis_rows(const runs::SweepPlan& plan) {
   std::vector<std::string> rows;
   for (const auto& c : plan.cells) {
     std::string row;

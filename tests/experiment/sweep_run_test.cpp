@@ -3,7 +3,7 @@
 #include "experiment_test_support.hpp"
 #include "short_shard.hpp"
 
-#include "experiment/cell_status.hpp"
+#include "runs/cell_status.hpp"
 #include "experiment/run_lock.hpp"
 
 #include <gtest/gtest.h>
@@ -26,7 +26,7 @@
 namespace gradsweep {
 namespace {
 namespace fs = std::filesystem;
-using experiment::CellState;
+using runs::CellState;
 
 const char* kRootEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
 
@@ -120,8 +120,8 @@ TEST_F(SweepRun, RunsOneTwoAndFourRanksAndWritesResults) {
   for (const auto& entry : fs::directory_iterator(out / "cells")) {
     ++cells;
     const fs::path d = entry.path();
-    const auto status = experiment::read_cell_status(d);
-    EXPECT_EQ(status.state, CellState::Ok) << d << ": " << status.reason;
+    const auto status = runs::read_cell_status(d);
+    EXPECT_EQ(status.state, runs::CellState::Ok) << d << ": " << status.reason;
     for (const char* f :
          {"cell.yaml", "command.txt", "metrics.jsonl", "summary.json", "provenance.json", "launcher.log", "rank-0.log"})
       EXPECT_TRUE(fs::exists(d / f)) << d / f;
@@ -194,10 +194,10 @@ TEST_F(SweepRun, FailedCellsAreLeftAloneUnlessRetried) {
   for (const auto& e : fs::directory_iterator(dir / "out" / "cells"))
     if (test::read_text(e.path() / "cell.yaml").find("name: ring") != std::string::npos) ring = e.path();
   ASSERT_FALSE(ring.empty());
-  auto status = experiment::read_cell_status(ring);
-  status.state = CellState::Failed;
+  auto status = runs::read_cell_status(ring);
+  status.state = runs::CellState::Failed;
   status.reason = "injected";
-  experiment::write_cell_status(ring, status);
+  runs::write_cell_status(ring, status);
   fs::remove(ring / "summary.json");
 
   // The sweep is incomplete while the failed cell is left alone: exit 1 (it was 0), the count last.
@@ -205,7 +205,7 @@ TEST_F(SweepRun, FailedCellsAreLeftAloneUnlessRetried) {
   EXPECT_EQ(skip.exit_code, 1) << skip.output;
   EXPECT_NE(skip.output.find("1 failed left alone (--retry-failed reruns them)"), std::string::npos) << skip.output;
   EXPECT_NE(skip.output.find("sweep incomplete: 1 of 3 cells failed or timed out"), std::string::npos) << skip.output;
-  EXPECT_EQ(experiment::read_cell_status(ring).state, CellState::Failed);
+  EXPECT_EQ(runs::read_cell_status(ring).state, runs::CellState::Failed);
   const auto status_out = test::run_command(test::gradsweep("status " + (dir / "out").string()));
   EXPECT_EQ(status_out.exit_code, 1) << status_out.output;
   EXPECT_NE(status_out.output.find("failed"), std::string::npos) << status_out.output;
@@ -216,7 +216,7 @@ TEST_F(SweepRun, FailedCellsAreLeftAloneUnlessRetried) {
   EXPECT_NE(retry.output.find("2 done, 1 to run"), std::string::npos) << retry.output;
   EXPECT_NE(retry.output.find("sweep complete: all 3 cells done"), std::string::npos) << retry.output;
   EXPECT_EQ(test::run_command(test::gradsweep("status " + (dir / "out").string())).exit_code, 0);
-  EXPECT_EQ(experiment::read_cell_status(ring).state, CellState::Ok);
+  EXPECT_EQ(runs::read_cell_status(ring).state, runs::CellState::Ok);
   EXPECT_TRUE(fs::exists(ring / "summary.json"));
 }
 
@@ -303,11 +303,11 @@ TEST_F(SweepRun, InterruptedCellResumesFromItsCheckpoint) {
   const std::string log = test::read_text(dir / "driver.log");
   EXPECT_EQ(WEXITSTATUS(status), 130) << log;
   EXPECT_NE(log.find("stopped: run the same command again to resume"), std::string::npos) << log;
-  EXPECT_EQ(experiment::read_cell_status(cell).state, CellState::Interrupted);
+  EXPECT_EQ(runs::read_cell_status(cell).state, runs::CellState::Interrupted);
 
   const auto again = test::run_command(cmd + " --set train.steps=400");
   EXPECT_EQ(again.exit_code, 0) << again.output;
-  EXPECT_EQ(experiment::read_cell_status(cell).state, CellState::Ok);
+  EXPECT_EQ(runs::read_cell_status(cell).state, runs::CellState::Ok);
   EXPECT_NE(test::read_text(cell / "rank-0.log").find("resumed from"), std::string::npos);
 }
 

@@ -1,6 +1,6 @@
 // Bad input across ranks: models that differ are refused before any strategy communicates, and a rank
 // killed in the middle of training ends the whole job, named, within seconds: never a hang.
-#include "experiment/cell_status.hpp"
+#include "runs/cell_status.hpp"
 #include "strategies/strategy_runs.hpp"
 
 #include <gtest/gtest.h>
@@ -84,7 +84,7 @@ TEST(RankDies, KilledRankEndsTheJobWithinAMinute) {
       << r.output;
   const fs::path out = scratch_dir() / "cell";
   write_text(out / "launcher.log", r.output);
-  EXPECT_EQ(experiment::classify_failure(out, end.exit_code), "killed: rank 1 signal 9");
+  EXPECT_EQ(runs::classify_failure(out, end.exit_code), "killed: rank 1 signal 9");
 }
 
 // Stops rank 1 (SIGSTOP: alive but silent, as a stuck rank is). The other rank waits in a collective
@@ -103,7 +103,7 @@ TEST(RankHangs, ConfiguredCommTimeoutEndsTheJob) {
       << r.output;
   const fs::path dumps = dir / "out" / "flight-recorder";
   EXPECT_TRUE(fs::exists(dumps / "rank-0.json")) << r.output;
-  EXPECT_TRUE(std::regex_match(experiment::classify_failure(dir / "out", end.exit_code),
+  EXPECT_TRUE(std::regex_match(runs::classify_failure(dir / "out", end.exit_code),
                                std::regex("hang: rank 1 did not finish [a-z_ ]+ #[0-9]+")));
 }
 
@@ -136,7 +136,7 @@ TEST(RanksDisagree, CheckNamesARankThatSendsAnotherSize) {
   EXPECT_EQ(std::stol(m[1]) + 1, std::stol(m[2]));
   EXPECT_TRUE(fs::exists(dir / "out" / "flight-recorder" / "rank-0.json")) << r.output;
   EXPECT_TRUE(fs::exists(dir / "out" / "flight-recorder" / "rank-1.json")) << r.output;
-  EXPECT_EQ(experiment::classify_failure(dir / "out", r.exit_code), "mismatch: allreduce #" + m[3].str());
+  EXPECT_EQ(runs::classify_failure(dir / "out", r.exit_code), "mismatch: allreduce #" + m[3].str());
 }
 
 TEST(RanksDisagree, CheckNamesARankThatSkipsACollective) {

@@ -23,21 +23,6 @@ namespace fs = std::filesystem;
 
 fs::path plugin_dir() { return GRADSWEEP_TEST_PLUGIN_DIR; }
 fs::path gradsweep_binary() { return GRADSWEEP_TEST_BINARY; }
-fs::path source_dir() { return GRADSWEEP_TEST_SOURCE_DIR; }
-fs::path build_dir() { return GRADSWEEP_TEST_BUILD_DIR; }
-
-fs::path scratch_dir(const std::string& tag) {
-  std::string name = "scratch";
-  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
-    name = std::string(info->test_suite_name()) + "." + info->name();
-  for (char& c : name)
-    if (c == '/') c = '_';
-  const fs::path dir = build_dir() / "test-scratch" / (name + tag);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 CommandResult run_command(const std::string& command_line) {
   const std::string full = command_line + " 2>&1";
   FILE* pipe = popen(full.c_str(), "r");
@@ -81,18 +66,6 @@ fs::path byte_corpus() { return prepared_corpus("fortunes-byte", "--tokenizer by
 
 fs::path word_corpus() {
   return prepared_corpus("fortunes-word", "--tokenizer word --vocab " + std::to_string(kWordCorpusVocab));
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // ---- plugin fixture -------------------------------------------------------------------------------

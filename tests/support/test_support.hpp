@@ -1,6 +1,9 @@
 #pragma once
-// Helpers shared by the test suites: where the built binary and plugins are, a scratch directory,
-// running the CLI as a user would, and a small real-text corpus prepared once per test binary.
+// Helpers shared by the test suites: where the built binary and plugins are, running the CLI as a user
+// would, and a small real-text corpus prepared once per test binary; with test_files.hpp's directories
+// and files.
+#include "support/test_files.hpp"
+
 #include <filesystem>
 #include <string>
 
@@ -8,12 +11,6 @@ namespace gradsweep::test {
 
 std::filesystem::path plugin_dir();
 std::filesystem::path gradsweep_binary();
-std::filesystem::path source_dir();
-std::filesystem::path build_dir();
-
-// A fresh empty directory under the build tree, named after the running test.
-std::filesystem::path scratch_dir(const std::string& tag = "");
-
 struct CommandResult {
   int exit_code;
   std::string output;  // stdout and stderr together
@@ -33,8 +30,5 @@ std::filesystem::path byte_corpus();
 // enough that a step touches only some of its rows.
 inline constexpr int kWordCorpusVocab = 2000;
 std::filesystem::path word_corpus();
-
-void write_text(const std::filesystem::path& path, const std::string& text);
-std::string read_text(const std::filesystem::path& path);
 
 }  // namespace gradsweep::test

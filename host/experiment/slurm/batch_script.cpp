@@ -86,7 +86,7 @@ fi
 job="${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"
 restarts="${SLURM_RESTART_COUNT:-0}"
 
-# status.json as cell_status.hpp defines it. The fields are fixed words, digits, the validated config hash
+# status.json as runs/cell_status.hpp defines it. The fields are fixed words, digits, the validated config hash
 # and the job id, so no JSON escaping is needed. Written to a temporary file and renamed: atomic.
 write_status() {  # state exit_code reason
   local tmp="${cell_dir}/status.json.tmp.$$"
@@ -141,7 +141,7 @@ std::string batch_script_text(const BatchArray& a) {
   check_positive(a.nodes, "nodes");
   check_positive(a.ranks_per_node, "ranks_per_node");
   check_tasks(a);
-  const SlurmSettings& s = a.settings;
+  const runs::SlurmSettings& s = a.settings;
   if (a.gpus_per_node < 0) throw std::invalid_argument("gpus_per_node: must be 0 or more");
   if (a.threads_per_rank < 0) throw std::invalid_argument("launcher.threads: must be 0 or more");
   if (s.cpus_per_task < 0) throw std::invalid_argument("launcher.slurm.cpus_per_task: must be 0 or more");

@@ -37,7 +37,7 @@ struct BatchArray {
   int gpus_per_node = 0;                   // 0 = no --gpus-per-node line
   int threads_per_rank = 0;                // 0 = SLURM_CPUS_PER_TASK when set, else `gradsweep train` decides
   std::string time_limit;                  // "" = no --time line (the partition's default)
-  SlurmSettings settings;                  // partition, account, qos, constraint, cpus, extra, max_concurrent
+  runs::SlurmSettings settings;            // partition, account, qos, constraint, cpus, extra, max_concurrent
   std::filesystem::path gradsweep_binary;  // absolute
   std::filesystem::path script_dir;        // DIR/slurm: the script, the cells file and the array's logs
   std::vector<ArrayTask> tasks;

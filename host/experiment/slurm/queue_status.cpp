@@ -12,34 +12,34 @@ namespace gradsweep::experiment::slurm {
 namespace {
 
 struct Waiting {
-  const PlannedCell* cell;
-  CellStatus written;  // status.json when we looked: pending or running, naming the task
+  const runs::PlannedCell* cell;
+  runs::CellStatus written;  // status.json when we looked: pending or running, naming the task
 };
 
-bool waits_on_slurm(const PlannedCell& cell, const CellStatus& s) {
+bool waits_on_slurm(const runs::PlannedCell& cell, const runs::CellStatus& s) {
   return s.launcher == "slurm" && !s.job.empty() && s.config_hash == cell.config_hash &&
-         (s.state == CellState::Pending || s.state == CellState::Running);
+         (s.state == runs::CellState::Pending || s.state == runs::CellState::Running);
 }
 
 std::string array_of(const std::string& job) { return job.substr(0, job.find('_')); }
 
 // A task Slurm still holds: pending (also requeued, held, suspended: it does not run now) or running.
-CellStatus as_queued(CellStatus shown, const TaskState& t) {
+runs::CellStatus as_queued(runs::CellStatus shown, const TaskState& t) {
   static const std::set<std::string> kNotRunning = {"PENDING",      "REQUEUED",  "REQUEUE_FED",
                                                     "REQUEUE_HOLD", "SUSPENDED", "STOPPED"};
-  shown.state = kNotRunning.count(t.state) > 0 ? CellState::Pending : CellState::Running;
+  shown.state = kNotRunning.count(t.state) > 0 ? runs::CellState::Pending : runs::CellState::Running;
   shown.reason = "Slurm job " + t.job + ": " + t.state + (t.reason.empty() ? "" : " (" + t.reason + ")");
   return shown;
 }
 
 }  // namespace
 
-QueueStatus ask_slurm_about(const std::vector<PlannedCell>& cells) {
+QueueStatus ask_slurm_about(const std::vector<runs::PlannedCell>& cells) {
   QueueStatus result;
   std::vector<Waiting> waiting;
   std::vector<std::string> arrays;
-  for (const PlannedCell& c : cells) {
-    CellStatus s = read_cell_status(c.dir);
+  for (const runs::PlannedCell& c : cells) {
+    runs::CellStatus s = runs::read_cell_status(c.dir);
     if (!waits_on_slurm(c, s)) continue;
     if (std::find(arrays.begin(), arrays.end(), array_of(s.job)) == arrays.end()) arrays.push_back(array_of(s.job));
     waiting.push_back({&c, std::move(s)});
@@ -81,13 +81,13 @@ QueueStatus ask_slurm_about(const std::vector<PlannedCell>& cells) {
     }
     // The task has left the queue. Its script writes its outcome before it exits, so read status.json
     // again: it may have done so since we first looked.
-    const CellStatus now = read_cell_status(w.cell->dir);
+    const runs::CellStatus now = runs::read_cell_status(w.cell->dir);
     if (now.job != job || now.config_hash != w.written.config_hash) continue;  // another run took the cell over
-    const bool script_wrote = now.state == CellState::Ok || now.state == CellState::Failed;
+    const bool script_wrote = now.state == runs::CellState::Ok || now.state == runs::CellState::Failed;
     if (!record && !script_wrote) {
       if (!result.problem.empty()) continue;  // Slurm could not be asked: not known to have ended
-      CellStatus lost = now;
-      lost.state = CellState::Failed;
+      runs::CellStatus lost = now;
+      lost.state = runs::CellState::Failed;
       lost.reason = "job " + job +
                     " is no longer in Slurm's queue and Slurm has no record of how it ended "
                     "(status.json left as it is; the next `gradsweep run` submits the cell again)";
@@ -95,8 +95,8 @@ QueueStatus ask_slurm_about(const std::vector<PlannedCell>& cells) {
       continue;
     }
     // Truly over: record it, as the follower would have.
-    const CellStatus outcome = task_outcome(w.cell->dir, w.cell->config_hash, job, now, record);
-    write_cell_status(w.cell->dir, outcome);
+    const runs::CellStatus outcome = task_outcome(w.cell->dir, w.cell->config_hash, job, now, record);
+    runs::write_cell_status(w.cell->dir, outcome);
     result.cells[w.cell->id] = outcome;
   }
   return result;

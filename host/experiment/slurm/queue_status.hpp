@@ -22,11 +22,11 @@
 namespace gradsweep::experiment::slurm {
 
 struct QueueStatus {
-  std::map<std::string, CellStatus> cells;  // cell id -> its state now, for the cells Slurm was asked about
+  std::map<std::string, runs::CellStatus> cells;  // cell id -> its state now, for the cells Slurm was asked about
   std::string problem;  // why Slurm could not be asked (not installed, controller down); "" if it answered
 };
 
 // Asks nothing (and returns no cells) when no cell waits on Slurm.
-QueueStatus ask_slurm_about(const std::vector<PlannedCell>& cells);
+QueueStatus ask_slurm_about(const std::vector<runs::PlannedCell>& cells);
 
 }  // namespace gradsweep::experiment::slurm

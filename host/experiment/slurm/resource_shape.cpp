@@ -8,8 +8,8 @@ namespace gradsweep::experiment::slurm {
 namespace {
 
 // Every field of the shape, separated by a byte no YAML scalar here holds: equal keys = one array.
-std::string shape_key(const PlannedCell& c) {
-  const SlurmSettings& s = c.slurm;
+std::string shape_key(const runs::PlannedCell& c) {
+  const runs::SlurmSettings& s = c.slurm;
   std::string key = std::to_string(c.nodes) + '\x1f' + std::to_string(c.ranks_per_node) + '\x1f' +
                     std::to_string(c.threads_per_rank) + '\x1f' + std::to_string(c.gpus_per_node) + '\x1f' +
                     c.time_limit + '\x1f' + s.partition + '\x1f' + s.account + '\x1f' + s.time + '\x1f' + s.qos +
@@ -44,7 +44,7 @@ std::string time_token(const std::string& time) {
 
 }  // namespace
 
-std::string shape_name(const PlannedCell& c) {
+std::string shape_name(const runs::PlannedCell& c) {
   std::string name = "n" + std::to_string(c.nodes) + "x" + std::to_string(c.ranks_per_node);
   const int gpus = c.gpus_per_node > 0 ? c.gpus_per_node : c.slurm.gpus_per_node;
   if (gpus > 0) name += "-g" + std::to_string(gpus);
@@ -53,11 +53,11 @@ std::string shape_name(const PlannedCell& c) {
   return name;
 }
 
-std::vector<ShapeGroup> group_by_shape(const std::vector<PlannedCell>& cells) {
+std::vector<ShapeGroup> group_by_shape(const std::vector<runs::PlannedCell>& cells) {
   std::vector<ShapeGroup> groups;
   std::map<std::string, std::size_t> index;
   std::map<std::string, int> names_used;
-  for (const PlannedCell& c : cells) {
+  for (const runs::PlannedCell& c : cells) {
     const std::string key = shape_key(c);
     auto [it, added] = index.emplace(key, groups.size());
     if (added) {

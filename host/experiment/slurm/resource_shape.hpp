@@ -11,14 +11,14 @@
 namespace gradsweep::experiment::slurm {
 
 struct ShapeGroup {
-  std::string name;                       // "n2x4" / "n1x1-g1-t01h00m00s": readable, a plain token
-  std::vector<const PlannedCell*> cells;  // in plan order
+  std::string name;                             // "n2x4" / "n1x1-g1-t01h00m00s": readable, a plain token
+  std::vector<const runs::PlannedCell*> cells;  // in plan order
 };
 
 // Groups `cells` by shape, groups in order of first appearance, cells in plan order within a group.
-std::vector<ShapeGroup> group_by_shape(const std::vector<PlannedCell>& cells);
+std::vector<ShapeGroup> group_by_shape(const std::vector<runs::PlannedCell>& cells);
 
 // The readable part of a group's name: n<nodes>x<ranks per node>[-g<gpus>][-t<time>] (time's ':' -> h/m/s).
-std::string shape_name(const PlannedCell& cell);
+std::string shape_name(const runs::PlannedCell& cell);
 
 }  // namespace gradsweep::experiment::slurm

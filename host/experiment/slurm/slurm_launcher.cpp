@@ -27,7 +27,7 @@ namespace {
 
 // One cell handed to Slurm, followed until it has an outcome.
 struct Tracked {
-  const PlannedCell* cell;
+  const runs::PlannedCell* cell;
   std::string array_job;  // "1234"
   std::string job;        // "1234_5"
   bool started = false;
@@ -51,7 +51,7 @@ std::string compact_utc_stamp() {
 }
 
 BatchArray make_array(const ShapeGroup& group, const std::string& stamp, const fs::path& script_dir) {
-  const PlannedCell& first = *group.cells.front();
+  const runs::PlannedCell& first = *group.cells.front();
   if (first.rank_command.empty())
     throw std::invalid_argument("cell " + first.id + " has no rank command (the gradsweep binary to run)");
   BatchArray a;
@@ -64,23 +64,25 @@ BatchArray make_array(const ShapeGroup& group, const std::string& stamp, const f
   a.threads_per_rank = first.threads_per_rank;
   a.gradsweep_binary = fs::absolute(first.rank_command.front());
   a.script_dir = script_dir;
-  for (const PlannedCell* c : group.cells) a.tasks.push_back({c->id, c->config_hash, fs::absolute(c->dir)});
+  for (const runs::PlannedCell* c : group.cells) a.tasks.push_back({c->id, c->config_hash, fs::absolute(c->dir)});
   return a;
 }
 
 void record_submission(const fs::path& script_dir, const std::string& array_job, const BatchArray& a) {
   nlohmann::json cells = nlohmann::json::array();
   for (const ArrayTask& t : a.tasks) cells.push_back(t.cell_id);
-  const nlohmann::json line{
-      {"job", array_job}, {"script", a.script_file().string()}, {"cells", cells}, {"submitted", utc_now_iso8601()}};
+  const nlohmann::json line{{"job", array_job},
+                            {"script", a.script_file().string()},
+                            {"cells", cells},
+                            {"submitted", runs::utc_now_iso8601()}};
   std::ofstream(script_dir / "jobs.jsonl", std::ios::app) << line.dump() << "\n";
 }
 
-void count(LaunchResult& result, CellState state) {
+void count(LaunchResult& result, runs::CellState state) {
   switch (state) {
-    case CellState::Ok: ++result.ok; break;
-    case CellState::Timeout: ++result.timeout; break;
-    case CellState::Interrupted: ++result.interrupted; break;
+    case runs::CellState::Ok: ++result.ok; break;
+    case runs::CellState::Timeout: ++result.timeout; break;
+    case runs::CellState::Interrupted: ++result.interrupted; break;
     default: ++result.failed; break;
   }
 }
@@ -91,13 +93,13 @@ class SlurmLauncher final : public Launcher {
 
   std::string name() const override { return "slurm"; }
 
-  LaunchResult run(const std::vector<PlannedCell>& cells, const LaunchOptions& options,
+  LaunchResult run(const std::vector<runs::PlannedCell>& cells, const LaunchOptions& options,
                    ProgressSink& progress) override {
     // Array tasks start in index order, so the array lists repeats interleaved as the local launcher runs
     // them (run_order.hpp): a drift of the cluster's load falls on every configuration alike.
-    std::vector<PlannedCell> todo;
-    for (const PlannedCell& c : interleaved_order(cells))
-      if (!is_cell_done(c.dir, c.config_hash)) todo.push_back(c);
+    std::vector<runs::PlannedCell> todo;
+    for (const runs::PlannedCell& c : interleaved_order(cells))
+      if (!runs::is_cell_done(c.dir, c.config_hash)) todo.push_back(c);
     LaunchResult result;
     if (todo.empty()) return result;
 
@@ -106,7 +108,8 @@ class SlurmLauncher final : public Launcher {
     std::vector<Tracked> tracked = options.dry_run ? std::vector<Tracked>{} : still_queued(cells);
     for (const Tracked& t : tracked) {
       out() << "cell " << t.cell->id << " is still in Slurm's queue as job " << t.job << ": following it\n";
-      todo.erase(std::find_if(todo.begin(), todo.end(), [&](const PlannedCell& c) { return c.id == t.cell->id; }));
+      todo.erase(
+          std::find_if(todo.begin(), todo.end(), [&](const runs::PlannedCell& c) { return c.id == t.cell->id; }));
     }
     const std::size_t attached = tracked.size();
     if (!todo.empty()) {
@@ -138,13 +141,13 @@ class SlurmLauncher final : public Launcher {
 
   // The cells of `cells` (pointers into the caller's vector) whose status.json names a Slurm task of the
   // same configuration that squeue still lists as active.
-  static std::vector<Tracked> still_queued(const std::vector<PlannedCell>& cells) {
-    std::vector<std::pair<const PlannedCell*, CellStatus>> candidates;
+  static std::vector<Tracked> still_queued(const std::vector<runs::PlannedCell>& cells) {
+    std::vector<std::pair<const runs::PlannedCell*, runs::CellStatus>> candidates;
     std::vector<std::string> arrays;
-    for (const PlannedCell& c : cells) {
-      CellStatus s = read_cell_status(c.dir);
+    for (const runs::PlannedCell& c : cells) {
+      runs::CellStatus s = runs::read_cell_status(c.dir);
       if (s.launcher != "slurm" || s.job.empty() || s.config_hash != c.config_hash) continue;
-      if (s.state != CellState::Pending && s.state != CellState::Running) continue;
+      if (s.state != runs::CellState::Pending && s.state != runs::CellState::Running) continue;
       const std::string array = s.job.substr(0, s.job.find('_'));
       if (std::find(arrays.begin(), arrays.end(), array) == arrays.end()) arrays.push_back(array);
       candidates.emplace_back(&c, std::move(s));
@@ -162,7 +165,8 @@ class SlurmLauncher final : public Launcher {
   // Writes every array's script and cells file first (a bad value is refused before anything is
   // submitted), then submits them in order.
   // The Tracked entries point into `all` (the caller's cells, alive while run() follows them).
-  std::vector<Tracked> submit(const std::vector<PlannedCell>& todo, const std::vector<PlannedCell>& all, bool dry_run) {
+  std::vector<Tracked> submit(const std::vector<runs::PlannedCell>& todo, const std::vector<runs::PlannedCell>& all,
+                              bool dry_run) {
     const fs::path script_dir = fs::absolute(options_.out_dir) / "slurm";
     fs::create_directories(script_dir);
     const std::string stamp = compact_utc_stamp();
@@ -170,7 +174,7 @@ class SlurmLauncher final : public Launcher {
     for (const ShapeGroup& group : group_by_shape(todo)) {
       arrays.push_back(make_array(group, stamp, script_dir));
       write_batch_array(arrays.back());
-      for (const PlannedCell* c : group.cells)
+      for (const runs::PlannedCell* c : group.cells)
         util::write_file_atomically(c->dir / "command.txt",
                                     task_command_line(arrays.back(), fs::absolute(c->dir)) + "\n");
     }
@@ -189,17 +193,17 @@ class SlurmLauncher final : public Launcher {
       out() << "submitted job array " << array_job << ": " << a.tasks.size() << " cell(s), "
             << a.script_file().filename().string() << "\n";
       for (std::size_t i = 0; i < a.tasks.size(); ++i) {
-        const PlannedCell* cell = nullptr;
-        for (const PlannedCell& c : all)
+        const runs::PlannedCell* cell = nullptr;
+        for (const runs::PlannedCell& c : all)
           if (c.id == a.tasks[i].cell_id) cell = &c;
         Tracked t{cell, array_job, array_job + "_" + std::to_string(i)};
-        CellStatus pending;
-        pending.state = CellState::Pending;
+        runs::CellStatus pending;
+        pending.state = runs::CellState::Pending;
         pending.config_hash = cell->config_hash;
         pending.launcher = "slurm";
         pending.job = t.job;
         pending.reason = "submitted to Slurm as job " + t.job;
-        write_cell_status(cell->dir, pending);
+        runs::write_cell_status(cell->dir, pending);
         tracked.push_back(t);
       }
     }
@@ -258,18 +262,18 @@ class SlurmLauncher final : public Launcher {
         for (const TaskState& e : ended[t.array_job])
           if (e.job == t.job) record = e;
         if (record && is_active_state(record->state)) continue;  // requeued between the two calls
-        const CellStatus written = read_cell_status(t.cell->dir);
+        const runs::CellStatus written = runs::read_cell_status(t.cell->dir);
         const bool script_wrote =
-            written.job == t.job && (written.state == CellState::Ok || written.state == CellState::Failed);
+            written.job == t.job && (written.state == runs::CellState::Ok || written.state == runs::CellState::Failed);
         if (!script_wrote && !record && ++t.polls_unaccounted < kPollsBeforeLost) continue;
-        const CellStatus status = task_outcome(t.cell->dir, t.cell->config_hash, t.job, written, record);
-        write_cell_status(t.cell->dir, status);
+        const runs::CellStatus status = task_outcome(t.cell->dir, t.cell->config_hash, t.job, written, record);
+        runs::write_cell_status(t.cell->dir, status);
         if (!t.started) progress.cell_started(*t.cell);
         progress.cell_finished(*t.cell, status);
         t.finished = true;
         --remaining;
         count(result, status.state);
-        if (options.fail_fast && status.state != CellState::Ok && !cancelled && remaining > 0) {
+        if (options.fail_fast && status.state != runs::CellState::Ok && !cancelled && remaining > 0) {
           out() << "cell " << t.cell->id << " failed and --fail-fast is set: cancelling job arrays "
                 << array_list(tracked) << "\n";
           scancel(arrays);

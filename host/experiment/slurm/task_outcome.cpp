@@ -47,7 +47,7 @@ std::string last_rank_error_in_launcher_log(const std::filesystem::path& cell_di
 }
 
 std::string with_log_error(std::string reason, const std::filesystem::path& cell_dir) {
-  std::string line = last_error_line(cell_dir);
+  std::string line = runs::last_error_line(cell_dir);
   if (line.empty() || is_slurm_line(line))
     if (std::string rank_line = last_rank_error_in_launcher_log(cell_dir); !rank_line.empty()) line = rank_line;
   if (!line.empty()) reason += ": " + line;
@@ -72,16 +72,17 @@ bool is_active_state(const std::string& state) {
   return kActive.count(state) > 0;
 }
 
-CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string& config_hash, const std::string& job,
-                        const CellStatus& written, const std::optional<TaskState>& slurm) {
-  CellStatus status;
+runs::CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string& config_hash,
+                              const std::string& job, const runs::CellStatus& written,
+                              const std::optional<TaskState>& slurm) {
+  runs::CellStatus status;
   status.config_hash = config_hash;
   status.launcher = "slurm";
   status.job = job;
   const bool script_finished =
-      written.job == job && (written.state == CellState::Ok || written.state == CellState::Failed);
-  if (script_finished && written.state == CellState::Ok) {
-    status.state = CellState::Ok;
+      written.job == job && (written.state == runs::CellState::Ok || written.state == runs::CellState::Failed);
+  if (script_finished && written.state == runs::CellState::Ok) {
+    status.state = runs::CellState::Ok;
     status.exit_code = 0;
     return status;
   }
@@ -90,32 +91,32 @@ CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string
   const bool killed_by_slurm = slurm && (slurm->state == "CANCELLED" || slurm->state == "PREEMPTED" ||
                                          slurm->state == "TIMEOUT" || slurm->state == "DEADLINE");
   if (script_finished && !killed_by_slurm) {  // srun returned non-zero: the ranks' logs say why
-    status.state = CellState::Failed;
+    status.state = runs::CellState::Failed;
     status.exit_code = written.exit_code;
     status.reason =
         with_log_error("srun exited with code " + std::to_string(written.exit_code) + " in job " + job, cell_dir);
-    status.failure = classify_failure(cell_dir, written.exit_code);  // as for local cells: hang, killed, mismatch
+    status.failure = runs::classify_failure(cell_dir, written.exit_code);  // as for local cells: hang, killed, mismatch
     return status;
   }
   if (!slurm) {
-    status.state = CellState::Failed;
+    status.state = runs::CellState::Failed;
     status.reason = "job " + job + " left the queue without writing a status, and Slurm no longer knows how it ended";
     return status;
   }
   status.exit_code = exit_code_of(slurm->exit_code);
   const std::string& s = slurm->state;
   if (s == "CANCELLED" || s == "PREEMPTED") {
-    status.state = CellState::Interrupted;
+    status.state = runs::CellState::Interrupted;
     status.reason =
         "job " + job + " was cancelled (" + describe(*slurm) + "); the next run resumes it from its checkpoint";
   } else if (s == "TIMEOUT" || s == "DEADLINE") {
-    status.state = CellState::Timeout;
+    status.state = runs::CellState::Timeout;
     status.reason = "job " + job + " reached its time limit (" + describe(*slurm) +
                     "); the next run resumes it from its checkpoint";
   } else {
-    status.state = CellState::Failed;
+    status.state = runs::CellState::Failed;
     status.reason = with_log_error("job " + job + " ended without a status: " + describe(*slurm), cell_dir);
-    status.failure = classify_failure(cell_dir, status.exit_code);
+    status.failure = runs::classify_failure(cell_dir, status.exit_code);
   }
   return status;
 }

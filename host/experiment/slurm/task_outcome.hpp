@@ -6,7 +6,7 @@
 //    killed the script itself: scancel, the time limit, a node failure.
 // The script's word wins when it is there and belongs to this job, unless Slurm says it cancelled the task
 // or ended it at its time limit; otherwise Slurm's state decides.
-#include "experiment/cell_status.hpp"
+#include "runs/cell_status.hpp"
 #include "experiment/slurm/slurm_commands.hpp"
 
 #include <filesystem>
@@ -18,8 +18,9 @@ namespace gradsweep::experiment::slurm {
 // `job` is the task's id ("1234_5"); `written` what status.json says now; `slurm` the accounting record,
 // absent when Slurm no longer knows the job. Failed and timeout statuses carry the Slurm state and the last
 // error line of the cell's logs in their reason.
-CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string& config_hash, const std::string& job,
-                        const CellStatus& written, const std::optional<TaskState>& slurm);
+runs::CellStatus task_outcome(const std::filesystem::path& cell_dir, const std::string& config_hash,
+                              const std::string& job, const runs::CellStatus& written,
+                              const std::optional<TaskState>& slurm);
 
 // True for squeue states in which the task will still run (or is running): not an outcome yet.
 bool is_active_state(const std::string& state);

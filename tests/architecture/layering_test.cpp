@@ -1,0 +1,94 @@
+// The host's layers, as docs/architecture.md#layers states them, against its includes: every
+// `#include "folder/..."` of a file in host/<folder>/ names its own folder or one the table lets it
+// include, and the table only lets a folder include folders in rows above it, so that dependencies go
+// downward and no cycle can form. The table is read from the page a newcomer reads, so the map and the
+// check cannot drift apart. No LibTorch: this binary links GoogleTest alone.
+#include "architecture/include_layers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace gradsweep::test {
+namespace {
+namespace fs = std::filesystem;
+
+const fs::path kSource = GRADSWEEP_TEST_SOURCE_DIR;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) text += line + "\n";
+  return text;
+}
+
+TEST(Layering, TheTableCoversEveryHostFolderAndOnlyPointsDown) {
+  const auto layers = parse_layers(read_file(kSource / "docs" / "architecture.md"));
+  ASSERT_GE(layers.size(), 10u) << "docs/architecture.md has no ## Layers table";
+  EXPECT_EQ(joined(table_problems(layers)), "");
+  std::set<std::string> listed;
+  for (const auto& layer : layers) listed.insert(layer.folder);
+  for (const auto& entry : fs::directory_iterator(kSource / "host"))
+    if (entry.is_directory()) {
+      EXPECT_TRUE(listed.count(entry.path().filename().string()))
+          << "host/" << entry.path().filename().string() << "/ is not in docs/architecture.md's ## Layers table";
+    }
+  for (const auto& folder : listed) EXPECT_TRUE(fs::is_directory(kSource / "host" / folder)) << folder;
+}
+
+TEST(Layering, EveryHostIncludeGoesToItsOwnFolderOrALowerOne) {
+  const auto layers = parse_layers(read_file(kSource / "docs" / "architecture.md"));
+  ASSERT_GE(layers.size(), 10u);
+  EXPECT_EQ(joined(include_problems(kSource / "host", layers)), "");
+}
+
+// The check itself, on a tree of its own: an include that goes up or sideways is named with its file,
+// line and what the folder may include; a table that lets a folder include one below it is refused.
+TEST(Layering, AnUpwardOrSidewaysIncludeIsNamedWithFileAndLine) {
+  const fs::path root =
+      fs::temp_directory_path() / ("layering-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(root);
+  write_file(root / "low" / "a.hpp", "#pragma once\n#include <vector>\n");
+  write_file(root / "mid" / "b.cpp", "#include \"low/a.hpp\"\n#include \"mid/b.hpp\"\n");
+  write_file(root / "side" / "c.cpp", "#include \"low/a.hpp\"\n");
+  write_file(root / "low" / "deep" / "d.cpp", "// why\n#include \"mid/b.hpp\"\n");
+  write_file(root / "mid" / "e.cpp", "#include <side/c.hpp>\n#include <vector>\n");
+  const std::string table =
+      "# Page\n## Layers\n| folder | target | may include |\n|---|---|---|\n"
+      "| `host/low/` | `t_low` | — |\n| `host/mid/` | `t_mid` | `low` |\n| `host/side/` | `t_side` | `low` |\n"
+      "## Next\n| `host/ignored/` | `x` | `mid` |\n";
+  const auto layers = parse_layers(table);
+  ASSERT_EQ(layers.size(), 3u);
+  EXPECT_EQ(layers[1].folder, "mid");
+  EXPECT_EQ(layers[1].may_include, std::vector<std::string>{"low"});
+  EXPECT_TRUE(table_problems(layers).empty());
+
+  const auto problems = include_problems(root, layers);
+  ASSERT_EQ(problems.size(), 2u) << joined(problems);
+  EXPECT_EQ(problems[0], "low/deep/d.cpp:2 includes mid/b.hpp: host/low/ may include nothing of host/");
+  EXPECT_EQ(problems[1], "mid/e.cpp:1 includes side/c.hpp: host/mid/ may include only low");
+
+  const auto upward =
+      parse_layers("## Layers\n| `host/low/` | `t` | `mid` |\n| `host/mid/` | `t` | `low`, `nowhere` |\n");
+  const auto refused = table_problems(upward);
+  ASSERT_EQ(refused.size(), 2u) << joined(refused);
+  EXPECT_EQ(refused[0], "host/low/ may include mid, which is not in a row above it");
+  EXPECT_EQ(refused[1], "host/mid/ may include nowhere, which is not in a row above it");
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace gradsweep::test
