@@ -71,6 +71,13 @@ class AlgorithmView final : public sdk::Communicator {
   }
   sdk::Status barrier() noexcept override { return base_.barrier(); }
   sdk::CommFeatures features() const noexcept override { return base_.features(); }
+  // Groups are split from the backend: a group of a view uses the backend's algorithms.
+  sdk::Status split(int color, int key, std::unique_ptr<sdk::Group>* group) noexcept override {
+    return base_.split(color, key, group);
+  }
+  sdk::Status group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept override {
+    return base_.group(kind, group);
+  }
   // A view of a view is a view of the backend.
   sdk::Status with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept override {
     return base_.with_algorithm(algorithm, view);

@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -44,7 +46,9 @@ std::atomic<int> configured_check{-1};  // -1: not configured
 std::mutex live_mutex;
 std::set<CollectiveForensics*> live;  // every communicator's forensics, for on_rank_failure
 
-fs::path dump_path(const fs::path& dir, int rank) { return dir / ("rank-" + std::to_string(rank) + ".json"); }
+fs::path dump_path(const fs::path& dir, int rank, const std::string& prefix = "") {
+  return dir / (prefix + "rank-" + std::to_string(rank) + ".json");
+}
 
 std::string read_all(const fs::path& file) {
   std::ifstream in(file);
@@ -101,6 +105,9 @@ void set_directory(const fs::path& cell_dir, int rank) {
   if (rank == 0) {
     fs::remove(dir / kRequestFile, ignored);
     fs::remove(dir / kVerdictFile, ignored);
+    // Groups' dumps of an earlier run (groups are made after this, so none of this run's exists yet).
+    for (const auto& entry : fs::directory_iterator(dir, ignored))
+      if (entry.path().filename().string().rfind("group-", 0) == 0) fs::remove(entry.path(), ignored);
   }
 }
 
@@ -153,6 +160,18 @@ void CollectiveForensics::set_rank(int rank, int size) {
   size_ = size;
 }
 
+void CollectiveForensics::set_group(const std::string& name, const std::vector<int>& job_ranks) {
+  group_name_ = name;
+  std::string clean;  // a file name: "split(1)" becomes "split1"
+  for (const char c : name)
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') clean += c;
+  const int lowest = job_ranks.empty() ? 0 : *std::min_element(job_ranks.begin(), job_ranks.end());
+  file_prefix_ = "group-" + clean + "-at" + std::to_string(lowest) + "-";
+  std::string members;
+  for (const int r : job_ranks) members += (members.empty() ? "" : ",") + std::to_string(r);
+  group_label_ = "group " + name + " (job ranks " + members + ")";
+}
+
 CollectiveForensics::~CollectiveForensics() {
   const std::lock_guard<std::mutex> lock(live_mutex);
   live.erase(this);
@@ -170,6 +189,7 @@ nlohmann::json CollectiveForensics::dump_json(const std::string& reason) const {
   return {{"rank", rank_.load()},
           {"size", size_.load()},
           {"backend", backend_},
+          {"group", group_label_.empty() ? nlohmann::json(nullptr) : nlohmann::json(group_label_)},
           {"pid", static_cast<long>(::getpid())},
           {"reason", reason},
           {"written", seconds_of(wall_clock_ns())},
@@ -184,7 +204,7 @@ bool CollectiveForensics::dump(const std::string& reason) const {
   const fs::path dir = forensics::directory();
   if (dir.empty()) return false;
   try {
-    util::write_file_atomically(dump_path(dir, rank_.load()), dump_json(reason).dump(1) + "\n");
+    util::write_file_atomically(dump_path(dir, rank_.load(), file_prefix_), dump_json(reason).dump(1) + "\n");
     return true;
   } catch (const std::exception& e) {
     spdlog::warn("flight recorder: could not write the dump: {}", e.what());
@@ -224,7 +244,7 @@ void CollectiveForensics::request_and_wait(const std::string& reason, double gra
   while (std::chrono::steady_clock::now() < deadline) {
     int present = 0;
     std::error_code ec;
-    for (int r = 0; r < size_.load(); ++r) present += fs::exists(dump_path(dir, r), ec) ? 1 : 0;
+    for (int r = 0; r < size_.load(); ++r) present += fs::exists(dump_path(dir, r, file_prefix_), ec) ? 1 : 0;
     if (present == size_.load()) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -234,18 +254,22 @@ HangVerdict CollectiveForensics::on_hang(const std::string& what, double grace_s
   const fs::path dir = forensics::directory();
   if (dir.empty()) return {};
   request_and_wait("watchdog: " + what, grace_seconds);
-  HangVerdict verdict = judge_hang(read_dumps(dir, size_.load()));
+  HangVerdict verdict = judge_hang(read_dumps(dir, size_.load(), file_prefix_));
+  if (!group_label_.empty()) {  // a hang inside a group: its ranks are the group's
+    verdict.summary = "in " + group_label_ + ": " + verdict.summary;
+    verdict.message = "in " + group_label_ + ": " + verdict.message;
+  }
   forensics::write_verdict("hang", verdict.summary, verdict.message);
   return verdict;
 }
 
-std::vector<RankProgress> read_dumps(const fs::path& dir, int size) {
+std::vector<RankProgress> read_dumps(const fs::path& dir, int size, const std::string& prefix) {
   std::vector<RankProgress> ranks;
   for (int r = 0; r < size; ++r) {
     RankProgress p;
     p.rank = r;
     try {
-      std::ifstream in(dump_path(dir, r));
+      std::ifstream in(dump_path(dir, r, prefix));
       if (in) {
         const nlohmann::json j = nlohmann::json::parse(in);
         p.issued = j.at("collectives_issued").get<std::uint64_t>();

@@ -13,6 +13,8 @@
 // writes its log and checkpoints, so it is shared by all ranks of a job (also across nodes).
 //
 //   DIR/flight-recorder/rank-<r>.json   one rank's buffer (schema in docs/communicators.md)
+//   DIR/flight-recorder/group-<name>-at<w>-rank-<r>.json   the same for a sub-communicator (sdk::Group)
+//                                       `name`, whose lowest rank in the job is w (several groups share a name)
 //   DIR/flight-recorder/dump-requested  "<rank> <nanoseconds>": who asked, when
 //   DIR/flight-recorder/verdict.json    {"kind": "hang" | "mismatch" | "error", "summary", "message"}
 #include "comm/flight_recorder.hpp"
@@ -25,6 +27,7 @@
 #include <filesystem>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace gradsweep::host {
 
@@ -56,6 +59,13 @@ class CollectiveForensics {
   explicit CollectiveForensics(const char* backend);
   // Set once the backend knows them, before its first call.
   void set_rank(int rank, int size);
+  // A sub-communicator's: `name` ("split(1)") and its members' ranks in the job, in the group's order. Its dumps
+  // get their own files, and its verdicts and errors say which group hung.
+  void set_group(const std::string& name, const std::vector<int>& job_ranks);
+  // "group split(1) (job ranks 1,3)", or empty for the job's own communicator.
+  const std::string& group_label() const { return group_label_; }
+  // What this communicator's dump files start with (read_dumps' `prefix`): "" for the job's communicator.
+  const std::string& file_prefix() const { return file_prefix_; }
   ~CollectiveForensics();
   CollectiveForensics(const CollectiveForensics&) = delete;
   CollectiveForensics& operator=(const CollectiveForensics&) = delete;
@@ -76,13 +86,15 @@ class CollectiveForensics {
  private:
   std::atomic<int> rank_{0}, size_{1};
   const char* backend_;
+  std::string group_name_, group_label_, file_prefix_;  // set before the first call, then read-only
   FlightRecorder recorder_;
   std::mutex answered_mutex_;
   std::string answered_;  // the last request answered or made (or left by an earlier run), guarded by answered_mutex_
   friend void forensics::set_directory(const std::filesystem::path&, int);
 };
 
-// Reads the dumps present in `dir` for ranks 0..size-1 (a missing or unreadable one: not answered).
-std::vector<RankProgress> read_dumps(const std::filesystem::path& dir, int size);
+// Reads the dumps present in `dir` for ranks 0..size-1 (a missing or unreadable one: not answered);
+// `prefix`: a group's (CollectiveForensics::set_group), empty for the job's communicator.
+std::vector<RankProgress> read_dumps(const std::filesystem::path& dir, int size, const std::string& prefix = "");
 
 }  // namespace gradsweep::host

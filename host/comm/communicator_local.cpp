@@ -2,6 +2,7 @@
 // Counters follow the same rules as the MPI backend's (docs/communicators.md): at one rank nothing
 // is sent or received, but every call counts once, with its size S and its (tiny) time.
 #include "comm/host_communicator.hpp"
+#include "comm/host_group.hpp"
 #include "config/comm_choice.hpp"
 
 #include <gradsweep/sdk/status.hpp>
@@ -22,6 +23,10 @@ std::uint64_t bytes_of(const torch::Tensor& t) { return t.defined() ? static_cas
 
 class LocalCommunicator final : public HostCommunicator {
  public:
+  LocalCommunicator() = default;
+  // A group of one (split, group): counted also in `parent`'s counters under `name`.
+  LocalCommunicator(HostCommunicator& parent, const std::string& name) { link_to_parent(parent, name); }
+
   int rank() const noexcept override { return 0; }
   int size() const noexcept override { return 1; }
   int local_rank() const noexcept override { return 0; }
@@ -42,9 +47,11 @@ class LocalCommunicator final : public HostCommunicator {
     return counted(bytes_of(input), [&] { output.copy_(input.view_as(output)); });
   }
   sdk::Status send(const torch::Tensor&, int dst, int) noexcept override {
+    if (sdk::Status s = parent_status("send"); !s.ok) return s;
     return sdk::Status::Error("send to rank " + std::to_string(dst) + ": a one-rank job has no peers");
   }
   sdk::Status recv(torch::Tensor&, int src, int) noexcept override {
+    if (sdk::Status s = parent_status("recv"); !s.ok) return s;
     return sdk::Status::Error("recv from rank " + std::to_string(src) + ": a one-rank job has no peers");
   }
   sdk::Status barrier() noexcept override {
@@ -52,6 +59,7 @@ class LocalCommunicator final : public HostCommunicator {
   }
   sdk::Status allreduce_async(torch::Tensor& tensor, sdk::ReduceOp,
                               std::unique_ptr<sdk::Request>* request) noexcept override {
+    if (sdk::Status s = parent_status("allreduce_async"); !s.ok) return s;
     if (request == nullptr) return sdk::Status::Error("allreduce_async: request is null");
     return counted(bytes_of(tensor), [&] { *request = std::make_unique<DoneRequest>(); });
   }
@@ -71,18 +79,34 @@ class LocalCommunicator final : public HostCommunicator {
   }
   // On one rank every algorithm is the identity.
   sdk::Status with_algorithm(sdk::Algorithm, sdk::Communicator** view) noexcept override {
+    if (sdk::Status s = parent_status("with_algorithm"); !s.ok) return s;
     *view = this;
     return sdk::Status::Ok();
   }
   sdk::Status recv_any(torch::Tensor&, int, int*) noexcept override {
+    if (sdk::Status s = parent_status("recv_any"); !s.ok) return s;
     return sdk::Status::Error("recv_any: a one-rank job has no peers");
   }
   sdk::CommFeatures features() const noexcept override { return backend_features(CommBackend::Local, 1); }
+  // On one rank every group is this rank alone.
+  sdk::Status split(int color, int, std::unique_ptr<sdk::Group>* group) noexcept override {
+    if (color < 0) return sdk::Status::Error(negative_color_error(color, 0));
+    return make_group(split_name(color), group);
+  }
+  sdk::Status group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept override {
+    return sdk::guard([&] { sdk::check(make_group(group_kind_name(kind), group)); });
+  }
 
  private:
   // One call: its time is both busy and blocked (nothing runs in the background here).
+  sdk::Status make_group(const std::string& name, std::unique_ptr<sdk::Group>* group) noexcept {
+    if (sdk::Status s = parent_status(name.c_str()); !s.ok) return s;
+    if (group == nullptr) return sdk::Status::Error(name + ": group is null");
+    return sdk::guard([&] { *group = std::make_unique<HostGroup>(std::make_unique<LocalCommunicator>(*this, name)); });
+  }
   template <class Body>
   sdk::Status counted(std::uint64_t payload, Body&& body) noexcept {
+    if (sdk::Status s = parent_status(); !s.ok) return s;
     const auto t0 = Clock::now();
     const sdk::Status status = sdk::guard(body);
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();

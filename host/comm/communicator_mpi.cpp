@@ -39,9 +39,9 @@ constexpr int kTimeoutExitCode = 3;
 // How long a rank whose watchdog fired waits for the other ranks' flight-recorder dumps.
 constexpr double kDumpGraceSeconds = 5.0;
 
-MPI_Comm duplicate_world() {
+MPI_Comm duplicate(MPI_Comm base) {
   MPI_Comm comm = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "communicator", "MPI_Comm_dup");
+  check_mpi(MPI_Comm_dup(base, &comm), "communicator", "MPI_Comm_dup");
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   return comm;
 }
@@ -52,7 +52,7 @@ long env_positive(const char* name, long fallback) { return env::positive_intege
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator()
+MpiCommunicator::MpiCommunicator(MPI_Comm base, HostCommunicator* parent, const std::string& name)
     : check_(forensics::check_collectives()),
       forensics_("mpi"),
       timeout_(
@@ -60,24 +60,30 @@ MpiCommunicator::MpiCommunicator()
           [this](const std::string& what, double waited) { on_timeout(what, waited); },
           [this] { forensics_.poll_requests(); }) {
   mpi::ensure_initialized();
+  if (parent != nullptr) link_to_parent(*parent, name);
   ring_tuning_.segment_bytes = static_cast<std::size_t>(
       env_positive("GRADSWEEP_RING_SEGMENT_BYTES", static_cast<long>(ring_tuning_.segment_bytes)));
   ring_tuning_.lookahead = static_cast<int>(env_positive("GRADSWEEP_RING_LOOKAHEAD", ring_tuning_.lookahead));
   if (ring_tuning_.lookahead >= ring::Transport::kMaxInFlight)
     throw std::invalid_argument("GRADSWEEP_RING_LOOKAHEAD: at most " +
                                 std::to_string(ring::Transport::kMaxInFlight - 1));
-  // Our own communicators, so that our traffic never matches messages of anyone else using MPI_COMM_WORLD.
-  comm_ = duplicate_world();
-  ring_comm_ = duplicate_world();
-  async_comm_ = duplicate_world();
-  check_comm_ = duplicate_world();
+  // Our own communicators, so that our traffic never matches messages of anyone else using `base`.
+  comm_ = duplicate(base);
+  ring_comm_ = duplicate(base);
+  async_comm_ = duplicate(base);
+  check_comm_ = duplicate(base);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   forensics_.set_rank(rank_, size_);
-  // Ranks sharing memory are the ranks on this node: they share its cores (see choose_threads).
+  if (parent != nullptr) forensics_.set_group(name, mpi::job_ranks(comm_));
+  // Ranks sharing memory are the ranks on this node: they share its cores (see choose_threads). A group's
+  // are its ranks on the node as groups see nodes (GRADSWEEP_RANKS_PER_NODE's fake ones too).
   MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "communicator",
-            "MPI_Comm_split_type");
+  if (parent != nullptr)
+    node = mpi::split_node(comm_, "communicator");
+  else
+    check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "communicator",
+              "MPI_Comm_split_type");
   MPI_Comm_rank(node, &local_rank_);
   MPI_Comm_size(node, &local_size_);
   MPI_Comm_free(&node);

@@ -69,13 +69,16 @@ cudaStream_t nccl_caller_stream(int device) {
 #endif
 }
 
-NcclCommunicator::NcclCommunicator(int device_index)
+NcclCommunicator::NcclCommunicator(Bare)
     : forensics_(
           comm_timeout_seconds(kDefaultTimeoutSeconds), kDumpGraceSeconds,
           [](const std::string& what, double waited, double limit) {
             mpi::end_hung_job(what, waited, limit, kTimeoutExitCode);
           },
-          [this] { refresh_async(); }) {
+          [this] { refresh_async(); }) {}
+
+// Once the delegated constructor has run, a throw here runs the destructor, which frees what was made.
+NcclCommunicator::NcclCommunicator(int device_index) : NcclCommunicator(Bare{}) {
   // Checked before MPI starts: a machine without a GPU fails the same way on every rank, at once.
   int gpus = 0;
   const cudaError_t counted_gpus = cudaGetDeviceCount(&gpus);
@@ -86,7 +89,7 @@ NcclCommunicator::NcclCommunicator(int device_index)
   std::unique_ptr<HostCommunicator> bootstrap;  // MPI under a launcher: ranks and the id's broadcast
   if (mpi::launched_by_mpi()) {
     bootstrap = make_mpi_communicator();
-    rank_ = bootstrap->rank();
+    rank_ = job_rank_ = bootstrap->rank();
     size_ = bootstrap->size();
     local_rank_ = bootstrap->local_rank();
     local_size_ = bootstrap->local_size();
@@ -112,10 +115,7 @@ NcclCommunicator::NcclCommunicator(int device_index)
   }
   watched(forensics_.timeout(), "ncclCommInitRank" + where(),
           [&] { check_nccl(ncclCommInitRank(&comm_, size_, id, rank_), "communicator", "ncclCommInitRank"); });
-  check_cuda(cudaStreamCreateWithFlags(&async_stream_, cudaStreamNonBlocking), "communicator", "cudaStreamCreate");
-  check_cuda(cudaEventCreateWithFlags(&drained_, cudaEventDisableTiming), "communicator", "cudaEventCreate");
-  check_cuda(cudaEventCreateWithFlags(&finished_, cudaEventDisableTiming), "communicator", "cudaEventCreate");
-  check_cuda(cudaMalloc(&barrier_word_, sizeof(float)), "communicator", "cudaMalloc");
+  create_resources();
   // The fingerprint exchange would be one more NCCL collective on this communicator, ordered behind the
   // async calls queued before it: every checked async call would wait for them. Not worth it for a
   // debugging aid; a mismatch still hangs into the watchdog, whose verdict names the ranks that disagree.
@@ -135,6 +135,13 @@ NcclCommunicator::NcclCommunicator(int device_index)
                  std::to_string(cuda_runtime / 10 % 100);
 }
 
+void NcclCommunicator::create_resources() {
+  check_cuda(cudaStreamCreateWithFlags(&async_stream_, cudaStreamNonBlocking), "communicator", "cudaStreamCreate");
+  check_cuda(cudaEventCreateWithFlags(&drained_, cudaEventDisableTiming), "communicator", "cudaEventCreate");
+  check_cuda(cudaEventCreateWithFlags(&finished_, cudaEventDisableTiming), "communicator", "cudaEventCreate");
+  check_cuda(cudaMalloc(&barrier_word_, sizeof(float)), "communicator", "cudaMalloc");
+}
+
 NcclCommunicator::~NcclCommunicator() {
   drain_async();
   bool broken = false;
@@ -151,6 +158,7 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 sdk::Status NcclCommunicator::with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept {
+  if (sdk::Status gone = parent_status("with_algorithm"); !gone.ok) return gone;
   // On one rank every algorithm is the identity (as on the local backend).
   if (algorithm == sdk::Algorithm::Native || size_ == 1) {
     *view = this;

@@ -1,70 +1,65 @@
 #pragma once
 // The host side of sdk::Communicator: every backend counts bytes and time the same way, so that
 // metrics mean the same thing whatever moved the data.
+#include "comm/comm_ledger.hpp"
+
 #include <gradsweep/sdk/services.hpp>
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 
 namespace gradsweep::host {
 
 class FlightRecorder;
 
-struct CommStats {
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t bytes_received = 0;
-  // Busy time: wall time communication was in progress for this rank, i.e. blocking calls plus the
-  // time asynchronous operations ran on the backend's worker (whether or not anyone waited for them).
-  double seconds = 0.0;
-  std::uint64_t calls = 0;
-  // The sum over calls of nccl-tests' S (the collective's size: the tensor for allreduce/broadcast/send/
-  // recv, the full input of reduce_scatter, the full output of allgather), so algbw = payload_bytes / seconds.
-  std::uint64_t payload_bytes = 0;
-  // Time the calling threads spent blocked: inside blocking calls and inside Request::wait (or a request's
-  // destructor). With one calling thread, blocked_seconds <= seconds, and 1 - blocked/busy is the
-  // fraction of communication hidden behind computation.
-  double blocked_seconds = 0.0;
-
-  CommStats& operator+=(const CommStats& o) {
-    bytes_sent += o.bytes_sent;
-    bytes_received += o.bytes_received;
-    seconds += o.seconds;
-    calls += o.calls;
-    payload_bytes += o.payload_bytes;
-    blocked_seconds += o.blocked_seconds;
-    return *this;
-  }
-};
-
 class HostCommunicator : public sdk::Communicator {
  public:
-  virtual ~HostCommunicator() = default;
+  // Groups split from this communicator keep its ledger; closing it tells them it is gone.
+  virtual ~HostCommunicator() { ledger_->close(); }
   // Counters since the last call; the trainer takes them once per step. Safe while a backend's worker
-  // thread is adding to them.
-  CommStats take_stats() {
-    const std::lock_guard<std::mutex> lock(stats_mutex_);
-    return std::exchange(stats_, {});
-  }
+  // thread is adding to them. They include the traffic of the groups split from this communicator.
+  CommStats take_stats() { return ledger_->take(); }
+  // The groups' share of what the last take_stats() returned, per group name ("node", "split(1)").
+  GroupStats take_group_stats() { return ledger_->take_groups(); }
   // The blocked time counted since the last take_stats(), without taking it: the timeline
   // (train/timeline.hpp) reads it at phase boundaries to split each phase into compute and waiting.
-  double blocked_seconds_so_far() {
-    const std::lock_guard<std::mutex> lock(stats_mutex_);
-    return stats_.blocked_seconds;
+  double blocked_seconds_so_far() { return ledger_->blocked_so_far(); }
+  // This communicator's name as a group (sdk::Group::name), empty for the job's own.
+  const std::string& group_name() const { return ledger_->name(); }
+  // Ok, or the error every call of a group returns once the communicator it was split from is gone.
+  sdk::Status parent_status(const char* call = nullptr) const {
+    if (!ledger_->parent_gone()) return sdk::Status::Ok();
+    return sdk::Status::Error("group " + group_name() + ": " + (call != nullptr ? std::string(call) + ": " : "") +
+                              "its parent communicator was destroyed (a group cannot outlive the communicator "
+                              "it was split from)");
   }
   // The backend's record of its calls, for the timeline's communication spans; null when it keeps none.
   virtual const FlightRecorder* flight_recorder() { return nullptr; }
 
- protected:
-  // Adds to the counters from any thread.
-  void add_stats(const CommStats& delta) {
-    const std::lock_guard<std::mutex> lock(stats_mutex_);
-    stats_ += delta;
+  // A backend without sub-communicators (no kGroups in its features) refuses them by name.
+  sdk::Status split(int /*color*/, int /*key*/, std::unique_ptr<sdk::Group>* /*group*/) noexcept override {
+    return no_groups("split");
+  }
+  sdk::Status group(sdk::GroupKind /*kind*/, std::unique_ptr<sdk::Group>* /*group*/) noexcept override {
+    return no_groups("group");
   }
 
-  CommStats stats_;  // guarded by stats_mutex_
-  std::mutex stats_mutex_;
+ protected:
+  sdk::Status no_groups(const char* call) const {
+    return sdk::Status::Error(std::string(call) + ": the " + backend() + " backend has no sub-communicators");
+  }
+  // Adds to the counters from any thread (and, for a group, to its parent's).
+  void add_stats(const CommStats& delta) { ledger_->add(delta); }
+  // Makes this communicator a group of `parent` named `name`: before its first call.
+  void link_to_parent(HostCommunicator& parent, const std::string& name) {
+    ledger_ = std::make_shared<CommLedger>(parent.ledger_, name);
+  }
+
+ private:
+  std::shared_ptr<CommLedger> ledger_ = std::make_shared<CommLedger>();
 };
 
 // Rank 0 of 1: collectives are identities, point-to-point has no peer.

@@ -1,8 +1,8 @@
 #pragma once
 // The MPI backend's class, shared by the files that implement it (communicator_mpi.cpp: set-up, native
 // collectives, point-to-point; communicator_mpi_ring.cpp: the ring algorithms and with_algorithm;
-// communicator_mpi_async.cpp: asynchronous collectives on the worker thread). Internal to host/comm:
-// make_mpi_communicator() is the way in.
+// communicator_mpi_async.cpp: asynchronous collectives on the worker thread; communicator_mpi_groups.cpp:
+// split and group). Internal to host/comm: make_mpi_communicator() is the way in.
 #include "comm/algorithm_view.hpp"
 #include "comm/algorithms/hierarchical.hpp"
 #include "comm/algorithms/ring.hpp"
@@ -12,8 +12,9 @@
 #include "comm/collective_timeout.hpp"
 #include "comm/flight_recorder.hpp"
 #include "comm/host_communicator.hpp"
-#include "config/comm_choice.hpp"
 #include "comm/mpi_node_split.hpp"
+#include "comm/mpi_runtime.hpp"
+#include "config/comm_choice.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -35,7 +36,11 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
  public:
   using Clock = std::chrono::steady_clock;
 
-  MpiCommunicator();
+  // The job's communicator: every rank of MPI_COMM_WORLD.
+  MpiCommunicator() : MpiCommunicator(MPI_COMM_WORLD, nullptr, "") {}
+  // A group's (sdk::Group, through HostGroup): the ranks of `base` (the parent's split, which the caller
+  // still frees), counted also in `parent`'s counters under `name`. Collective over `base`.
+  MpiCommunicator(MPI_Comm base, HostCommunicator* parent, const std::string& name);
   ~MpiCommunicator() override;
 
   int rank() const noexcept override { return rank_; }
@@ -68,6 +73,9 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   }
   sdk::Status with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept override;
   sdk::CommFeatures features() const noexcept override { return backend_features(CommBackend::Mpi, size_); }
+  // Sub-communicators: MPI_Comm_split of the main communicator (communicator_mpi_groups.cpp).
+  sdk::Status split(int color, int key, std::unique_ptr<sdk::Group>* group) noexcept override;
+  sdk::Status group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept override;
 
   // AlgorithmCalls: Native as above, Ring with comm/algorithms/ over MPI point-to-point.
   sdk::Status allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;
@@ -90,6 +98,7 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   // when it does (docs/communicators.md).
   template <class Body>
   sdk::Status counted(Body&& body) noexcept {
+    if (sdk::Status unusable = usable(); !unusable.ok) return unusable;
     const auto t0 = Clock::now();
     std::optional<Traffic> traffic;
     sdk::Status status = sdk::guard([&] { traffic = body(); });
@@ -98,7 +107,19 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
     return status;
   }
   void add(const Traffic& traffic, double busy_seconds, double blocked_seconds, std::uint64_t calls);
-  std::string where() const { return " on rank " + std::to_string(rank_) + " of " + std::to_string(size_); }
+  // A group whose parent is gone, or whose MPI was finalised, refuses every call (HostCommunicator).
+  sdk::Status usable() const {
+    if (group_name().empty()) return sdk::Status::Ok();
+    if (sdk::Status s = parent_status(); !s.ok) return s;
+    if (!mpi::active()) return sdk::Status::Error("group " + group_name() + ": MPI was finalised");
+    return sdk::Status::Ok();
+  }
+  std::string where() const {
+    return " on rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+           (group_name().empty() ? "" : " in group " + group_name());
+  }
+  // The group over the ranks of `split` (a fresh communicator this frees), named `name`.
+  std::unique_ptr<sdk::Group> make_group(MPI_Comm split, const std::string& name);
   void check_peer(int peer, const std::string& call, const char* role) const;
   // send/recv: a peer other than this rank and a tag within the library's bound.
   void check_tag(int tag, const std::string& call) const;

@@ -13,17 +13,41 @@ int ranks_per_node_override() {
   return static_cast<int>(env::positive_integer("GRADSWEEP_RANKS_PER_NODE", 1 << 20).value_or(0));
 }
 
-NodeSplit::NodeSplit(MPI_Comm parent) {
-  int rank = 0, size = 1;
+// Fake nodes are blocks of the job's ranks, so that a sub-communicator (whose own ranks are renumbered)
+// sees the same nodes as the job.
+MPI_Comm split_node(MPI_Comm parent, const std::string& call) {
+  int rank = 0, job_rank = 0;
   MPI_Comm_rank(parent, &rank);
-  MPI_Comm_size(parent, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &job_rank);
+  MPI_Comm node = MPI_COMM_NULL;
   const int per_node = ranks_per_node_override();
   if (per_node > 0)
-    check_mpi(MPI_Comm_split(parent, rank / per_node, rank, &node_), "hierarchical split", "MPI_Comm_split");
+    check_mpi(MPI_Comm_split(parent, job_rank / per_node, rank, &node), call, "MPI_Comm_split");
   else
-    check_mpi(MPI_Comm_split_type(parent, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_), "hierarchical split",
+    check_mpi(MPI_Comm_split_type(parent, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), call,
               "MPI_Comm_split_type");
-  MPI_Comm_set_errhandler(node_, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+  return node;
+}
+
+std::vector<int> job_ranks(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> mine(static_cast<std::size_t>(size)), job(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) mine[static_cast<std::size_t>(r)] = r;
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  MPI_Comm_group(comm, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Group_translate_ranks(group, size, mine.data(), world, job.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  return job;
+}
+
+NodeSplit::NodeSplit(MPI_Comm parent) {
+  int rank = 0;
+  MPI_Comm_rank(parent, &rank);
+  node_ = split_node(parent, "hierarchical split");
   MPI_Comm_rank(node_, &node_rank_);
   MPI_Comm_size(node_, &node_size_);
   check_mpi(MPI_Comm_split(parent, node_rank_, rank, &cross_), "hierarchical split", "MPI_Comm_split");

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 namespace gradsweep::host::mpi {
 
@@ -35,5 +36,13 @@ class NodeSplit {
 
 // GRADSWEEP_RANKS_PER_NODE, or 0 when unset (then nodes are the shared-memory split).
 int ranks_per_node_override();
+
+// The ranks of `parent` on this rank's node, numbered by their rank in `parent`: the shared-memory split,
+// or with GRADSWEEP_RANKS_PER_NODE=K the ranks whose rank in the job (MPI_COMM_WORLD) divided by K is this
+// rank's. Collective over `parent`; the caller frees the result. Errors name `call`.
+MPI_Comm split_node(MPI_Comm parent, const std::string& call);
+
+// The ranks in the job (MPI_COMM_WORLD) of `comm`'s ranks, in `comm`'s order.
+std::vector<int> job_ranks(MPI_Comm comm);
 
 }  // namespace gradsweep::host::mpi

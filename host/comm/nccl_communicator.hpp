@@ -1,8 +1,8 @@
 #pragma once
 // The NCCL backend's class, shared by the files that implement it (communicator_nccl.cpp: set-up, waiting,
-// the blocking calls; communicator_nccl_async.cpp: the asynchronous collectives and their requests).
-// Internal to host/comm: make_nccl_communicator() (comm/communicator_nccl.hpp) is the way in, and
-// nccl.h and cuda_runtime_api.h stay behind it.
+// the blocking calls; communicator_nccl_async.cpp: the asynchronous collectives and their requests;
+// communicator_nccl_groups.cpp: split and group). Internal to host/comm: make_nccl_communicator()
+// (comm/communicator_nccl.hpp) is the way in, and nccl.h and cuda_runtime_api.h stay behind it.
 #include "comm/byte_counting.hpp"
 #include "comm/communicator_nccl.hpp"
 #include "comm/host_communicator.hpp"
@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace gradsweep::host {
 
@@ -65,6 +67,9 @@ class NcclCommunicator final : public HostCommunicator {
   }
 
   sdk::CommFeatures features() const noexcept override { return backend_features(CommBackend::Nccl, size_); }
+  // Sub-communicators: ncclCommSplit (communicator_nccl_groups.cpp).
+  sdk::Status split(int color, int key, std::unique_ptr<sdk::Group>* group) noexcept override;
+  sdk::Status group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept override;
 
   std::string summary() const { return description_; }
 
@@ -79,6 +84,7 @@ class NcclCommunicator final : public HostCommunicator {
   };
   template <class Body>
   sdk::Status counted(Body&& body) noexcept {
+    if (sdk::Status gone = parent_status(); !gone.ok) return gone;  // a group whose parent is gone
     const auto t0 = Clock::now();
     std::optional<Outcome> outcome;
     sdk::Status status = sdk::guard([&] { outcome = body(); });
@@ -97,6 +103,7 @@ class NcclCommunicator final : public HostCommunicator {
   // An async call's argument checks (`check` throws): a failure counts as one call with no bytes.
   template <class Check>
   sdk::Status checked_async(const char* call, std::unique_ptr<sdk::Request>* request, Check&& check) noexcept {
+    if (sdk::Status gone = parent_status(call); !gone.ok) return gone;
     const auto t0 = Clock::now();
     sdk::Status status = sdk::guard([&] {
       if (request == nullptr) throw std::invalid_argument(std::string(call) + ": request is null");
@@ -127,7 +134,10 @@ class NcclCommunicator final : public HostCommunicator {
   void check_cuda(cudaError_t e, const std::string& what, const char* function) const;
   void check_nccl(ncclResult_t r, const std::string& what, const char* function) const;
   std::string nccl_text(ncclResult_t r, const std::string& what, const char* function) const;
-  std::string where() const { return " on rank " + std::to_string(rank_) + " of " + std::to_string(size_); }
+  std::string where() const {
+    return " on rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+           (group_name().empty() ? "" : " in group " + group_name());
+  }
   void check_peer(int peer, const std::string& call, const char* role) const;
   void check_usable() const;
 
@@ -137,9 +147,28 @@ class NcclCommunicator final : public HostCommunicator {
   // Completes every un-waited request before the communicator goes (communicator_nccl_async.cpp).
   void drain_async();
 
+  // Where a group's ranks are: its members' places on their nodes and ranks in the job.
+  struct GroupPlace {
+    int local_rank = 0, local_size = 1;
+    std::vector<int> job_ranks;
+  };
+  struct Bare {};
+  // The watchdog and flight recorder only: what both constructors start from.
+  explicit NcclCommunicator(Bare);
+  // A group's: over `comm` (ncclCommSplit of `parent`'s), counted also in `parent`'s counters as `name`.
+  NcclCommunicator(NcclCommunicator& parent, ncclComm_t comm, const std::string& name, const GroupPlace& place);
+  // The async stream, the blocking calls' events and the barrier's word.
+  void create_resources();
+  // Every rank's {rank in the job, node}, gathered at the first split (collective, like split).
+  const std::vector<std::array<int, 2>>& layout();
+  // ncclCommSplit with `color` and `key` per rank of this communicator (every rank's, all >= 0).
+  std::unique_ptr<sdk::Group> split_by(const std::vector<std::array<int, 2>>& color_key, const std::string& name);
+
   static double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  int job_rank_ = 0;  // this rank in the job (MPI_COMM_WORLD), for groups' names in dumps
+  std::vector<std::array<int, 2>> layout_;
   int device_ = 0;
   std::string description_;
   ncclComm_t comm_ = nullptr;

@@ -66,6 +66,10 @@ void NcclForensics::set_rank(int rank, int size) {
   forensics_.set_rank(rank, size);
 }
 
+void NcclForensics::set_group(const std::string& name, const std::vector<int>& job_ranks) {
+  forensics_.set_group(name, job_ranks);
+}
+
 void NcclForensics::refresh() {
   if (refresh_) refresh_();
 }
@@ -91,7 +95,11 @@ std::string NcclForensics::on_failure(const std::string& error) {
   refresh();
   const std::string failed = oldest_open(forensics_.recorder().entries());
   forensics_.request_and_wait("this rank failed: " + error, grace_seconds_);
-  const HangVerdict verdict = judge_failure(read_dumps(dir, size_), rank_, failed, error);
+  HangVerdict verdict = judge_failure(read_dumps(dir, size_, forensics_.file_prefix()), rank_, failed, error);
+  if (!forensics_.group_label().empty()) {
+    verdict.summary = "in " + forensics_.group_label() + ": " + verdict.summary;
+    verdict.message = "in " + forensics_.group_label() + ": " + verdict.message;
+  }
   forensics::write_verdict("error", verdict.summary, verdict.message);
   spdlog::error("{} (flight recorder dumps in {})", verdict.message, dir.string());
   return verdict.message;

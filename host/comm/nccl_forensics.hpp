@@ -50,6 +50,8 @@ class NcclForensics {
 
   // Before the first call.
   void set_rank(int rank, int size);
+  // A sub-communicator's name and members (CollectiveForensics::set_group), before the first call.
+  void set_group(const std::string& name, const std::vector<int>& job_ranks);
 
   FlightRecorder& recorder() { return forensics_.recorder(); }
   CollectiveTimeout& timeout() { return timeout_; }

@@ -23,12 +23,12 @@ const char* to_string(CommBackend backend) {
 }
 
 sdk::CommFeatures backend_features(CommBackend backend, int world) {
-  constexpr sdk::CommFeatures all =
-      sdk::kPointToPoint | sdk::kRecvAny | sdk::kRingAlgorithm | sdk::kHierarchicalAlgorithm | sdk::kAsyncCollectives;
+  constexpr sdk::CommFeatures all = sdk::kPointToPoint | sdk::kRecvAny | sdk::kRingAlgorithm |
+                                    sdk::kHierarchicalAlgorithm | sdk::kAsyncCollectives | sdk::kGroups;
   if (backend != CommBackend::Nccl || world <= 1) return all;
   // NCCL has no any-source receive, and gradsweep's ring and hierarchical allreduce run over MPI's
   // point-to-point only (NCCL's own allreduce is already a ring).
-  return sdk::kPointToPoint | sdk::kAsyncCollectives;
+  return sdk::kPointToPoint | sdk::kAsyncCollectives | sdk::kGroups;
 }
 
 CommDecision choose_comm(const CommRequest& request) {

@@ -25,6 +25,14 @@ nlohmann::json comm_json(const CommStats& c) {
           {"algbw_gbps", number_or_null(f.algbw_gbps)},
           {"busbw_gbps", number_or_null(f.busbw_gbps)}};
 }
+
+// comm.groups: {"<name>": {bytes_sent, bytes_received, seconds, calls}}, or nothing without groups.
+template <class Stats>
+void add_groups_json(nlohmann::json& comm, const std::map<std::string, Stats>& groups) {
+  for (const auto& [name, g] : groups)
+    comm["groups"][name] = {
+        {"bytes_sent", g.bytes_sent}, {"bytes_received", g.bytes_received}, {"seconds", g.seconds}, {"calls", g.calls}};
+}
 }  // namespace
 
 CommFigures comm_figures(const CommStats& c) {
@@ -55,6 +63,15 @@ void RunTotals::add(const StepRecord& r, bool warmup) {
   for (std::size_t k = 0; k < r.ranks.size(); ++k) {
     mean(rank_bytes_sent[k], static_cast<double>(r.ranks[k].comm.bytes_sent));
     mean(rank_bytes_received[k], static_cast<double>(r.ranks[k].comm.bytes_received));
+  }
+  for (const auto& [name, g] : r.groups) groups[name];  // a group first seen now was zero in earlier steps
+  for (auto& [name, m] : groups) {
+    const auto it = r.groups.find(name);
+    const CommStats g = it == r.groups.end() ? CommStats{} : it->second;
+    m.bytes_sent += (static_cast<double>(g.bytes_sent) - m.bytes_sent) / n;
+    m.bytes_received += (static_cast<double>(g.bytes_received) - m.bytes_received) / n;
+    m.seconds += (g.seconds - m.seconds) / n;
+    m.calls += (static_cast<double>(g.calls) - m.calls) / n;
   }
 }
 
@@ -113,6 +130,7 @@ nlohmann::json MetricsLog::write(const StepRecord& r) {
     j["val_loss"] = *r.val_loss;
     j["val_ppl"] = std::exp(*r.val_loss);
   }
+  add_groups_json(j["comm"], r.groups);
   for (const auto& [name, value] : r.plugin_metrics) j["plugin"][name] = value;
   if (r.ranks.size() > 1)
     for (const RankStep& k : r.ranks) {
@@ -156,7 +174,7 @@ nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_
   const double step_time = t.times.step;
   const double tokens_per_step = static_cast<double>(resolved_config["train"]["batch_size"].as<std::int64_t>() *
                                                      resolved_config["train"]["seq_len"].as<std::int64_t>());
-  return nlohmann::json{
+  nlohmann::json summary{
       {"status", "ok"},
       {"model", f.model_name},
       {"architecture", f.model.architecture},
@@ -198,6 +216,8 @@ nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_
       {"peak_rss_mb", peak_rss_mb()},
       {"config", yaml_to_json(resolved_config)},
   };
+  add_groups_json(summary["comm"], t.groups);  // per-step means
+  return summary;
 }
 
 }  // namespace gradsweep::host

@@ -36,6 +36,7 @@ struct StepRecord {
   std::optional<double> val_loss;
   std::map<std::string, double> plugin_metrics;
   std::vector<RankStep> ranks;  // every rank's counters, rank-major
+  GroupStats groups;            // this rank's sub-communicators' share of `comm`, by group name
 };
 
 // Communication figures of one rank's step, by the nccl-tests definitions (docs/results.md).
@@ -54,6 +55,12 @@ struct RunTotals {
   double bytes_sent = 0, bytes_received = 0, mfu = 0;
   double comm_busy = 0, comm_blocked = 0, payload_bytes = 0;
   std::vector<double> rank_bytes_sent, rank_bytes_received;
+  // Per group name, the mean per step of bytes each way, busy seconds and calls (a step without the
+  // group's traffic counts as zero).
+  struct GroupMeans {
+    double bytes_sent = 0, bytes_received = 0, seconds = 0, calls = 0;
+  };
+  std::map<std::string, GroupMeans> groups;
   std::int64_t skipped_updates = 0;
   void add(const StepRecord& r, bool warmup);
 };

@@ -396,8 +396,10 @@ bool CellTraining::take_step(std::int64_t step) {
   // The report waits for the slowest rank, as the next step's first collective would: its time is
   // part of the step, so tokens/s is what the job achieves, not what rank 0 alone would.
   const bool computes = role_.computes;
-  const StepReport report = gather_step_report(
-      comm_, {computes, loss_sum, computes ? static_cast<double>(micro_steps_) : 0.0, comm_.take_stats()});
+  const CommStats step_comm = comm_.take_stats();
+  GroupStats step_groups = comm_.take_group_stats();  // before the report's own take_stats drops them
+  const StepReport report =
+      gather_step_report(comm_, {computes, loss_sum, computes ? static_cast<double>(micro_steps_) : 0.0, step_comm});
   timeline_.span(Phase::Report, report_start);
   t.step = seconds_since(step_start);
   timeline_.end_step(t.step);
@@ -415,7 +417,7 @@ bool CellTraining::take_step(std::int64_t step) {
   const std::int64_t tokens_per_step = train_.batch_size * train_.seq_len;
   log_step({step, train_loss_, ctx.lr, result, t, comm_stats, tokens_per_step / t.step,
             flops_per_token_ * static_cast<double>(tokens_per_step) / group_.count / t.step / peak_.per_rank, step_val,
-            plugin_metrics_.take(), report.ranks},
+            plugin_metrics_.take(), report.ranks, std::move(step_groups)},
            last);
   checkpoint_after(step, last);
   return true;

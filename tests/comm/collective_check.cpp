@@ -15,11 +15,14 @@
 //   collective_check stop RANK     RANK stops itself (SIGSTOP) before the allreduce: it cannot answer
 //   collective_check skip RANK     RANK skips the allreduce and goes on to the barrier
 //   collective_check size RANK     RANK allreduces 1000 elements where the others allreduce 1024
+//   collective_check groups        sub-communicators (check_groups.cpp; 4 ranks, GRADSWEEP_RANKS_PER_NODE=2)
+//   collective_check group-hang RANK DIR   RANK never joins an allreduce of its group
 //   collective_check late RANK     RANK joins a ring allreduce (async) 1 s after the others, who print
 //                                  "rank R: waited W s, cpu C s": the CPU their process spent meanwhile
 //
 // The misbehaving modes take the directory for flight-recorder dumps as a third argument (optional):
 // after a barrier (collective #1), the allreduce is collective #2.
+#include "check_groups.hpp"
 #include "check_support.hpp"
 #include "comm/collective_forensics.hpp"
 #include "comm/mpi_communicator.hpp"
@@ -101,6 +104,14 @@ int main(int argc, char** argv) {
     return mode == "ring" ? checker.run_ring() : checker.run_all();
   }
   if (mode == "late") return late_neighbour(*comm, failing);
+  if (mode == "groups") return check::run_groups(*comm);
+  if (mode == "group-hang") {
+    try {
+      return check::group_hang(*comm, failing, argc > 3 ? argv[3] : "");
+    } catch (const std::exception& e) {
+      fail_job(e.what());
+    }
+  }
   if (argc > 3) host::forensics::set_directory(argv[3], comm->rank());
   try {
     sdk::check(comm->barrier());

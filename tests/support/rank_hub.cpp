@@ -14,26 +14,40 @@ const char* channel_name(Channel channel) { return channel == Channel::Async ? "
 RankHub::RankHub(int size, std::chrono::milliseconds timeout)
     : size_(size),
       timeout_(timeout),
-      next_(static_cast<std::size_t>(size), {0, 0}),
-      mailboxes_(static_cast<std::size_t>(size)),
       waiting_(static_cast<std::size_t>(size)),
-      finished_(static_cast<std::size_t>(size), false) {}
+      finished_(static_cast<std::size_t>(size), false) {
+  Context world;
+  for (int r = 0; r < size; ++r) world.members.push_back(r);
+  contexts_.push_back(std::move(world));
+}
 
-std::shared_ptr<PendingCollective> RankHub::join(int rank, Channel channel, CollectiveCall call) {
+int RankHub::context(int parent, std::uint64_t split, int color, const std::vector<int>& members,
+                     const std::string& name) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto [it, made] = context_ids_.try_emplace({parent, split, color}, static_cast<int>(contexts_.size()));
+  if (made) contexts_.push_back({name, members});
+  return it->second;
+}
+
+std::shared_ptr<PendingCollective> RankHub::join(int context, int member, int rank, Channel channel,
+                                                 CollectiveCall call) {
   Lock lock(mutex_);
   check_failed(rank, call.what);
   const int c = static_cast<int>(channel);
-  const std::uint64_t number = next_[rank][c]++;
-  std::shared_ptr<PendingCollective>& slot = open_[{c, number}];
+  const Context& ctx = contexts_.at(static_cast<std::size_t>(context));
+  const int size = static_cast<int>(ctx.members.size());
+  const std::uint64_t number = next_[{context, rank}][c]++;
+  std::shared_ptr<PendingCollective>& slot = open_[{context, c, number}];
   if (!slot) {
     slot = std::make_shared<PendingCollective>();
-    slot->name = std::string(channel_name(channel)) + " #" + std::to_string(number);
-    slot->calls.resize(static_cast<std::size_t>(size_));
+    slot->name = (ctx.name.empty() ? "" : ctx.name + " ") + channel_name(channel) + " #" + std::to_string(number);
+    slot->context = context;
+    slot->calls.resize(static_cast<std::size_t>(size));
   }
   std::shared_ptr<PendingCollective> pending = slot;
-  pending->calls[rank] = std::move(call);
-  if (++pending->joined == size_) {
-    open_.erase({c, number});
+  pending->calls[static_cast<std::size_t>(member)] = std::move(call);
+  if (++pending->joined == size) {
+    open_.erase({context, c, number});
     run(*pending);
     changed_.notify_all();
   }
@@ -64,16 +78,16 @@ void RankHub::wait(int rank, const PendingCollective& pending, const std::string
   if (!pending.error.empty()) throw std::runtime_error(pending.error);
 }
 
-void RankHub::post(int source, int dest, int tag, torch::Tensor payload) {
+void RankHub::post(int context, int source, int source_rank, int dest, int tag, torch::Tensor payload) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  check_failed(source, "send to rank " + std::to_string(dest));
-  mailboxes_[dest].push_back({source, tag, std::move(payload)});
+  check_failed(source_rank, "send to rank " + std::to_string(dest));
+  mailboxes_[{context, dest}].push_back({source, tag, std::move(payload)});
   changed_.notify_all();
 }
 
-Message RankHub::take(int rank, int source, int tag, const std::string& what) {
+Message RankHub::take(int context, int rank, int source, int tag, const std::string& what) {
   Lock lock(mutex_);
-  std::deque<Message>& box = mailboxes_[rank];
+  std::deque<Message>& box = mailboxes_[{context, rank}];
   const auto match = [&] {
     return std::find_if(box.begin(), box.end(), [&](const Message& m) {
       return m.tag == tag && (source == sdk::kAnySource || m.source == source);
@@ -107,14 +121,16 @@ std::optional<HubFailure> RankHub::failure() const {
   return failure_;
 }
 
+// Ranks are named by their world rank, whatever context the collective is in.
 std::string RankHub::unfinished() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   std::string text;
   for (const auto& [key, pending] : open_) {
+    const std::vector<int>& members = contexts_.at(static_cast<std::size_t>(pending->context)).members;
     std::string joined, missing, what;
-    for (int r = 0; r < size_; ++r) {
-      const auto& call = pending->calls[r];
-      (call ? joined : missing) += " " + std::to_string(r);
+    for (std::size_t m = 0; m < members.size(); ++m) {
+      const auto& call = pending->calls[m];
+      (call ? joined : missing) += " " + std::to_string(members[m]);
       if (call && what.empty()) what = call->what;
     }
     text += (text.empty() ? "" : "; ") + pending->name + " (" + what + ") joined by rank(s)" + joined +

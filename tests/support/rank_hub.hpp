@@ -10,6 +10,12 @@
 // an error naming it; when every rank still running is waiting for something no one can provide any more
 // (a deadlock, a rank that returned without joining), the waits end with a message listing what each rank
 // waits for; a wait longer than the timeout (a rank busy elsewhere) ends the same way.
+//
+// Sub-communicators (Communicator::split, ::group) are contexts of the same hub, as MPI's communicators
+// are contexts of one transport: context 0 is every rank, and each split makes one context per color,
+// whose members are world ranks in the group's order. Collectives and messages match within a context
+// only; failures, waits and the deadlock check are the hub's, over world ranks, so that a rank waiting in
+// a group hears of a failure anywhere at once.
 #include <gradsweep/sdk/services.hpp>
 
 #include <torch/types.h>
@@ -26,6 +32,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace gradsweep::test {
@@ -47,7 +54,8 @@ struct CollectiveCall {
 
 // A collective some ranks have joined: done once the last one has, with an error when they disagreed.
 struct PendingCollective {
-  std::string name;  // "allreduce #3" (the channel's call number on every rank)
+  std::string name;  // "call #3", "node call #3" (the context's channel's call number on every rank)
+  int context = 0;
   std::vector<std::optional<CollectiveCall>> calls;
   int joined = 0;
   bool done = false;
@@ -55,7 +63,7 @@ struct PendingCollective {
 };
 
 struct Message {
-  int source = -1;
+  int source = -1;  // the sender's rank in the message's context
   int tag = 0;
   torch::Tensor payload;
 };
@@ -79,17 +87,23 @@ class RankHub {
 
   int size() const { return size_; }
 
-  // Joins this rank's next collective on `channel` and returns it; the last rank to join runs it.
-  // Throws RunAborted when the run has failed.
-  std::shared_ptr<PendingCollective> join(int rank, Channel channel, CollectiveCall call);
+  // The context of color `color` of the `split`-th split (counted per parent context) of `parent`: made
+  // by the first of its members to ask, found by the others. `members`: world ranks, in group order.
+  int context(int parent, std::uint64_t split, int color, const std::vector<int>& members, const std::string& name);
+
+  // Joins this rank's next collective of `context` on `channel` and returns it; the last rank to join
+  // runs it. `member`: the rank's place in the context; `rank`: its world rank. Throws RunAborted when the
+  // run has failed.
+  std::shared_ptr<PendingCollective> join(int context, int member, int rank, Channel channel, CollectiveCall call);
   // Blocks until `pending` has run; throws RunAborted (failure, deadlock, timeout) or std::runtime_error
-  // (the ranks' calls did not match).
+  // (the ranks' calls did not match). `rank`: world rank.
   void wait(int rank, const PendingCollective& pending, const std::string& what);
 
-  void post(int source, int dest, int tag, torch::Tensor payload);
-  // Blocks until a message for `rank` from `source` (sdk::kAnySource: any) with `tag` has arrived, and
-  // takes it.
-  Message take(int rank, int source, int tag, const std::string& what);
+  // A message in `context` from its member `source` (world rank `source_rank`) to world rank `dest`.
+  void post(int context, int source, int source_rank, int dest, int tag, torch::Tensor payload);
+  // Blocks until a message of `context` for world rank `rank` from member `source` (sdk::kAnySource: any)
+  // with `tag` has arrived, and takes it.
+  Message take(int context, int rank, int source, int tag, const std::string& what);
 
   // Rank `rank` failed with `message`: the first failure of a run is the one every rank hears of.
   void fail(int rank, const std::string& message);
@@ -105,6 +119,10 @@ class RankHub {
     std::string what;
     std::function<bool()> ready;
   };
+  struct Context {
+    std::string name;          // "" for every rank; "node", "split(3)" for groups
+    std::vector<int> members;  // world ranks, in the context's rank order
+  };
 
   void run(PendingCollective& pending);  // under the lock, by the last rank to join
   // Waits (under `lock`) until `ready()`; registers what this rank waits for, for deadlock messages.
@@ -118,10 +136,12 @@ class RankHub {
   const std::chrono::milliseconds timeout_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::map<std::pair<int, std::uint64_t>, std::shared_ptr<PendingCollective>> open_;  // (channel, number)
-  std::vector<std::array<std::uint64_t, 2>> next_;                                    // per rank, per channel
-  std::vector<std::deque<Message>> mailboxes_;                                        // per receiving rank
-  std::vector<std::optional<Waiter>> waiting_;                                        // per rank
+  std::vector<Context> contexts_;                                                           // by id; 0 is every rank
+  std::map<std::tuple<int, std::uint64_t, int>, int> context_ids_;                          // (parent, split, color)
+  std::map<std::tuple<int, int, std::uint64_t>, std::shared_ptr<PendingCollective>> open_;  // (context, channel, n)
+  std::map<std::pair<int, int>, std::array<std::uint64_t, 2>> next_;  // (context, rank): per channel
+  std::map<std::pair<int, int>, std::deque<Message>> mailboxes_;      // (context, receiving rank)
+  std::vector<std::optional<Waiter>> waiting_;                        // per rank
   std::vector<bool> finished_;
   std::optional<HubFailure> failure_;
 };

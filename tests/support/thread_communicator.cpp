@@ -78,8 +78,9 @@ class ThreadRequest final : public sdk::Request {
 
   sdk::Status wait() noexcept override {
     if (!pending_) return result_;
+    if (sdk::Status gone = owner_.parent_status("wait"); !gone.ok) return gone;
     const auto t0 = Clock::now();
-    result_ = sdk::guard([&] { hub_.wait(owner_.rank(), *pending_, what_); });
+    result_ = sdk::guard([&] { hub_.wait(owner_.world_rank(), *pending_, what_); });
     owner_.add_blocked(std::chrono::duration<double>(Clock::now() - t0).count());
     pending_.reset();
     return result_;
@@ -95,18 +96,52 @@ class ThreadRequest final : public sdk::Request {
 
 }  // namespace
 
+namespace {
+
+ThreadRanksShape every_rank(int ranks) {
+  ThreadRanksShape shape;
+  for (int r = 0; r < ranks; ++r) shape.members.push_back(r);
+  return shape;
+}
+
+}  // namespace
+
 ThreadCommunicator::ThreadCommunicator(RankHub& hub, int rank, const RanksOptions& options)
     : hub_(hub),
+      options_(options),
+      shape_(every_rank(hub.size())),
+      world_rank_(rank),
       rank_(rank),
       size_(hub.size()),
       per_node_(options.ranks_per_node > 0 ? options.ranks_per_node : hub.size()),
       features_(options.features),
       ring_view_(*this, *this, sdk::Algorithm::Ring),
-      hierarchical_view_(*this, *this, sdk::Algorithm::Hierarchical) {}
-
-int ThreadCommunicator::local_size() const noexcept {
+      hierarchical_view_(*this, *this, sdk::Algorithm::Hierarchical) {
   const int node_start = rank_ / per_node_ * per_node_;
-  return std::min(per_node_, size_ - node_start);
+  local_rank_ = rank_ % per_node_;
+  local_size_ = std::min(per_node_, size_ - node_start);
+}
+
+ThreadCommunicator::ThreadCommunicator(RankHub& hub, ThreadRanksShape shape, int world_rank,
+                                       const RanksOptions& options, ThreadCommunicator& parent)
+    : hub_(hub),
+      options_(options),
+      shape_(std::move(shape)),
+      world_rank_(world_rank),
+      rank_(static_cast<int>(std::find(shape_.members.begin(), shape_.members.end(), world_rank) -
+                             shape_.members.begin())),
+      size_(static_cast<int>(shape_.members.size())),
+      per_node_(options.ranks_per_node > 0 ? options.ranks_per_node : hub.size()),
+      features_(options.features),
+      ring_view_(*this, *this, sdk::Algorithm::Ring),
+      hierarchical_view_(*this, *this, sdk::Algorithm::Hierarchical) {
+  link_to_parent(parent, shape_.name);
+  // The group's ranks on this rank's node, in the group's order.
+  for (int m = 0; m < size_; ++m) {
+    if (node_of(shape_.members[static_cast<std::size_t>(m)]) != node_of(world_rank_)) continue;
+    if (m < rank_) ++local_rank_;
+    ++local_size_;
+  }
 }
 
 void ThreadCommunicator::add_blocked(double seconds) {
@@ -115,8 +150,10 @@ void ThreadCommunicator::add_blocked(double seconds) {
   add_stats(delta);
 }
 
+// A group whose parent is gone touches nothing (the hub may be gone with it).
 template <class Body>
 sdk::Status ThreadCommunicator::counted(Body&& body) noexcept {
+  if (sdk::Status gone = parent_status(); !gone.ok) return gone;
   const auto t0 = Clock::now();
   host::Traffic traffic;
   const sdk::Status status = sdk::guard([&] { traffic = body(); });
@@ -135,13 +172,13 @@ sdk::Status ThreadCommunicator::counted(Body&& body) noexcept {
 
 void ThreadCommunicator::blocking(CollectiveCall call) {
   const std::string what = call.what;
-  const auto pending = hub_.join(rank_, Channel::Blocking, std::move(call));
-  hub_.wait(rank_, *pending, what);
+  const auto pending = hub_.join(shape_.context, rank_, world_rank_, Channel::Blocking, std::move(call));
+  hub_.wait(world_rank_, *pending, what);
 }
 
 void ThreadCommunicator::issue(CollectiveCall call, std::unique_ptr<sdk::Request>* request) {
   const std::string what = call.what;
-  auto pending = hub_.join(rank_, Channel::Async, std::move(call));
+  auto pending = hub_.join(shape_.context, rank_, world_rank_, Channel::Async, std::move(call));
   *request = std::make_unique<ThreadRequest>(*this, hub_, std::move(pending), what);
 }
 
@@ -365,7 +402,7 @@ sdk::Status ThreadCommunicator::send(const torch::Tensor& tensor, int dst, int t
     check_peer(dst, "send", "destination");
     if (dst == rank_) throw std::invalid_argument("send: rank " + std::to_string(dst) + " is this rank itself");
     check_tag(tag, "send");
-    hub_.post(rank_, dst, tag, tensor.clone());
+    hub_.post(shape_.context, rank_, world_rank_, shape_.members[static_cast<std::size_t>(dst)], tag, tensor.clone());
     return host::Traffic{bytes, 0, bytes};
   });
 }
@@ -374,7 +411,8 @@ sdk::Status ThreadCommunicator::send(const torch::Tensor& tensor, int dst, int t
 // truncated or short message.
 Message ThreadCommunicator::received(const std::string& call, int source, int tag, const torch::Tensor& tensor) {
   const std::string from = source == sdk::kAnySource ? "from any rank" : "from rank " + std::to_string(source);
-  Message m = hub_.take(rank_, source, tag, describe(call, tensor) + " " + from + " tag " + std::to_string(tag));
+  Message m = hub_.take(shape_.context, world_rank_, source, tag,
+                        describe(call, tensor) + " " + from + " tag " + std::to_string(tag));
   const std::string sender = "rank " + std::to_string(m.source);
   if (m.payload.numel() != tensor.numel())
     throw std::runtime_error(call + ": " + sender + " sent " + std::to_string(m.payload.numel()) + " elements, " +

@@ -13,7 +13,12 @@
 //     message whose length or dtype differs from the receiving tensor is an error naming both;
 //   - bytes and calls counted by comm/byte_counting.hpp's convention (take_stats); times are real but
 //     mean little here (a collective takes as long as its slowest rank takes to join it);
-//   - features() as configured (all of them by default), and a call to a missing feature fails.
+//   - features() as configured (all of them by default), and a call to a missing feature fails;
+//   - split and group (ABI 1.8) make groups as the host's backends do (host::HostGroup over a
+//     ThreadCommunicator on a context of the same hub, rank_hub.hpp), with every call above; GroupKind::Node
+//     is the ranks of RanksOptions::ranks_per_node's node, AcrossNodes the ranks of every node with this
+//     local rank. A group's bytes count in the group and in its parent (HostCommunicator's ledger), and a
+//     group whose parent is gone fails by name.
 #include "support/rank_hub.hpp"
 
 #include "comm/algorithm_view.hpp"
@@ -21,13 +26,16 @@
 #include "comm/host_communicator.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace gradsweep::test {
 
-inline constexpr sdk::CommFeatures kAllCommFeatures =
-    sdk::kPointToPoint | sdk::kRecvAny | sdk::kRingAlgorithm | sdk::kHierarchicalAlgorithm | sdk::kAsyncCollectives;
+inline constexpr sdk::CommFeatures kAllCommFeatures = sdk::kPointToPoint | sdk::kRecvAny | sdk::kRingAlgorithm |
+                                                      sdk::kHierarchicalAlgorithm | sdk::kAsyncCollectives |
+                                                      sdk::kGroups;
 
 struct RanksOptions {
   // Ranks per node, for local_rank() and local_size(): 0 puts every rank on one node.
@@ -38,14 +46,26 @@ struct RanksOptions {
   std::chrono::milliseconds timeout{30000};
 };
 
+// Which ranks a communicator has: its hub context and its members' world ranks, in its rank order.
+struct ThreadRanksShape {
+  int context = 0;
+  std::string name;  // "" for every rank; the group's name
+  std::vector<int> members;
+};
+
 class ThreadCommunicator final : public host::HostCommunicator, private host::AlgorithmCalls {
  public:
+  // World rank `rank` of every rank of `hub`.
   ThreadCommunicator(RankHub& hub, int rank, const RanksOptions& options);
+  // A group's: `world_rank` among `shape`'s members; its counts are also added to `parent`'s, under
+  // shape.name.
+  ThreadCommunicator(RankHub& hub, ThreadRanksShape shape, int world_rank, const RanksOptions& options,
+                     ThreadCommunicator& parent);
 
   int rank() const noexcept override { return rank_; }
   int size() const noexcept override { return size_; }
-  int local_rank() const noexcept override { return rank_ % per_node_; }
-  int local_size() const noexcept override;
+  int local_rank() const noexcept override { return local_rank_; }
+  int local_size() const noexcept override { return local_size_; }
   const char* backend() const noexcept override { return "threads"; }
 
   sdk::Status allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;
@@ -64,7 +84,10 @@ class ThreadCommunicator final : public host::HostCommunicator, private host::Al
   sdk::Status allgather_async(const torch::Tensor& input, torch::Tensor& output,
                               std::unique_ptr<sdk::Request>* request) noexcept override;
   sdk::CommFeatures features() const noexcept override { return features_; }
+  sdk::Status split(int color, int key, std::unique_ptr<sdk::Group>* group) noexcept override;
+  sdk::Status group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept override;
 
+  int world_rank() const { return world_rank_; }
   // Adds a wait's blocked time (ThreadRequest).
   void add_blocked(double seconds);
 
@@ -95,11 +118,17 @@ class ThreadCommunicator final : public host::HostCommunicator, private host::Al
   void check_tag(int tag, const std::string& call) const;
   void require(sdk::CommFeatures feature, const std::string& call) const;
   Message received(const std::string& call, int source, int tag, const torch::Tensor& tensor);
+  int node_of(int world_rank) const { return world_rank / per_node_; }
+  std::unique_ptr<sdk::Group> make_group(int color, int key, const std::string& name, const std::string& call);
 
   RankHub& hub_;
-  const int rank_, size_, per_node_;
+  const RanksOptions options_;
+  const ThreadRanksShape shape_;
+  const int world_rank_, rank_, size_, per_node_;
+  int local_rank_ = 0, local_size_ = 0;
   const sdk::CommFeatures features_;
   host::AlgorithmView ring_view_, hierarchical_view_;
+  std::uint64_t splits_ = 0;  // split and group calls so far
 };
 
 }  // namespace gradsweep::test

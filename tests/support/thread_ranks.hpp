@@ -14,6 +14,10 @@
 // answers with comm.send(reply, source, kPullTag); the workers send and recv. Sends never block, and
 // RanksOptions::features can take kRecvAny away to see a strategy refuse a backend without it.
 //
+// Groups as on the MPI backend (ABI 1.8): with RanksOptions::ranks_per_node = 2 at 4 ranks,
+// sdk::collective::group(comm, sdk::GroupKind::Node) is ranks {0, 1} or {2, 3}, AcrossNodes {0, 2} or
+// {1, 3}, and split(color, key) any partition; what a hybrid strategy's parts need, without mpirun.
+//
 // A rank that throws ends the run: every rank waiting in a call, or making one later, gets an error
 // naming the rank that threw, and run_ranks throws RankFailure with that rank and its message. A run in
 // which the ranks cannot go on (a deadlock, a rank that returned without joining a collective, collectives

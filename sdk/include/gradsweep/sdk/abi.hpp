@@ -36,7 +36,8 @@ inline constexpr std::uint32_t kAbiMajor = 1;
 //      ModelAbi::logits.
 // 1.7: StrategyAbi::load_resharded and SavedStates; StrategyCapabilities::reshards (resuming a checkpoint
 //      at another world size).
-inline constexpr std::uint32_t kAbiMinor = 7;
+// 1.8: Communicator::split and ::group, sdk::Group and GroupKind, kGroups (sub-communicators: `hsdp`).
+inline constexpr std::uint32_t kAbiMinor = 8;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 
 enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };

@@ -36,17 +36,16 @@ inline constexpr CommFeatures kRecvAny = 1u << 1;                // recv_any (a 
 inline constexpr CommFeatures kRingAlgorithm = 1u << 2;          // with_algorithm(Algorithm::Ring)
 inline constexpr CommFeatures kHierarchicalAlgorithm = 1u << 3;  // with_algorithm(Algorithm::Hierarchical)
 inline constexpr CommFeatures kAsyncCollectives = 1u << 4;       // allreduce_async that overlaps computation
+inline constexpr CommFeatures kGroups = 1u << 5;                 // split and group (ABI 1.8): sub-communicators
 
 // "recv_any, Ring algorithm": the features of `features`, for messages.
 inline std::string feature_names(CommFeatures features) {
   static constexpr struct {
     CommFeatures bit;
     const char* name;
-  } kNames[] = {{kPointToPoint, "point-to-point send/recv"},
-                {kRecvAny, "recv_any"},
-                {kRingAlgorithm, "the Ring algorithm"},
-                {kHierarchicalAlgorithm, "the Hierarchical algorithm"},
-                {kAsyncCollectives, "asynchronous collectives"}};
+  } kNames[] = {{kPointToPoint, "point-to-point send/recv"},     {kRecvAny, "recv_any"},
+                {kRingAlgorithm, "the Ring algorithm"},          {kHierarchicalAlgorithm, "the Hierarchical algorithm"},
+                {kAsyncCollectives, "asynchronous collectives"}, {kGroups, "sub-communicators (split, group)"}};
   std::string text;
   for (const auto& n : kNames)
     if ((features & n.bit) != 0) text += (text.empty() ? "" : ", ") + std::string(n.name);

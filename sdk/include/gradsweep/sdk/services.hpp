@@ -61,6 +61,13 @@ class Request {
   virtual Status wait() noexcept = 0;
 };
 
+class Group;
+
+// The ready-made groups of Communicator::group (ABI 1.8). `Node`: the ranks of this communicator on this
+// rank's node, numbered by their rank here (what a hybrid strategy shards over). `AcrossNodes`: one rank
+// per node, the ones with this rank's local_rank, numbered by node (what it replicates over).
+enum class GroupKind : std::uint32_t { Node = 0, AcrossNodes = 1 };
+
 // Collectives over all ranks of the job. Tensors must be contiguous; the backend (MPI for CPU tensors,
 // NCCL for CUDA tensors, or the one-rank backend) is chosen by the host. Every call counts the bytes it
 // sends and receives and the time it takes; the host reports both per step.
@@ -106,8 +113,28 @@ class Communicator {
   // question of the backend a cell will get, so that a strategy can refuse the cell before it runs.
   virtual CommFeatures features() const noexcept = 0;
 
+  // ---- ABI 1.8 ----
+  // Sub-communicators (features() & kGroups). The ranks that pass the same `color` (>= 0) form one group,
+  // numbered by `key`, ties broken by their rank here; a negative color is refused, so that no rank is
+  // left in no group. Collective: every rank of this communicator calls it, at the same point of its
+  // sequence of calls. The group is the caller's; its traffic counts in this communicator's totals and
+  // under the group's own name. A group used after this communicator is gone fails with a Status naming
+  // it, and never touches freed memory.
+  virtual Status split(int color, int key, std::unique_ptr<Group>* group) noexcept = 0;
+  // A ready-made split (GroupKind); collective like split.
+  virtual Status group(GroupKind kind, std::unique_ptr<Group>* group) noexcept = 0;
+
  protected:
   ~Communicator() = default;
+};
+
+// A sub-communicator (ABI 1.8): every Communicator call, over the group's ranks, numbered 0..size()-1.
+// local_rank and local_size describe the group's ranks on this node.
+class Group : public Communicator {
+ public:
+  virtual ~Group() = default;
+  // "node", "across_nodes", "split(3)": how its traffic is labelled in metrics and errors.
+  virtual const char* name() const noexcept = 0;
 };
 
 // Everything a plugin receives when it is created. The references stay valid for the object's life.
@@ -156,6 +183,16 @@ inline std::unique_ptr<Request> allgather_async(Communicator& c, const torch::Te
 inline void wait(std::unique_ptr<Request>& request) {
   if (request) check(request->wait());
   request.reset();
+}
+inline std::unique_ptr<Group> split(Communicator& c, int color, int key) {
+  std::unique_ptr<Group> group;
+  check(c.split(color, key, &group));
+  return group;
+}
+inline std::unique_ptr<Group> group(Communicator& c, GroupKind kind) {
+  std::unique_ptr<Group> g;
+  check(c.group(kind, &g));
+  return g;
 }
 inline Communicator& with_algorithm(Communicator& c, Algorithm a) {
   Communicator* view = nullptr;
