@@ -1,6 +1,7 @@
 #include "fsdp_strategy.hpp"
 
 #include "strategy_variants.hpp"
+#include "unit_parameters.hpp"
 
 #include <gradsweep/sdk/model_optimizer_state.hpp>
 
@@ -11,23 +12,6 @@
 #include <numeric>
 
 namespace gradsweep::strategies {
-namespace {
-
-// The model indices of each declared unit's parameters, then the root's (those in no unit).
-std::vector<std::vector<std::size_t>> group_parameters(const sdk::StrategySetup& setup) {
-  std::vector<std::vector<std::size_t>> groups(setup.units.size() + 1);
-  std::vector<char> claimed(setup.parameters.size(), 0);
-  for (std::size_t u = 0; u < setup.units.size(); ++u)
-    for (std::size_t i : setup.units[u].parameters) {
-      claimed.at(i) = 1;  // at(): an index out of range is the model's error
-      groups[u].push_back(i);
-    }
-  for (std::size_t i = 0; i < setup.parameters.size(); ++i)
-    if (!claimed[i]) groups.back().push_back(i);
-  return groups;
-}
-
-}  // namespace
 
 FsdpStrategy::FsdpStrategy(const sdk::PluginContext& context)
     : Strategy(context),
@@ -41,7 +25,7 @@ void FsdpStrategy::on_setup(const sdk::StrategySetup& setup) {
     context().log.warn(
         "the model declares no units, so it runs as one unit: sharded at rest, the whole model "
         "gathered for each forward and backward (peak parameter memory = the model plus 1/N of it)");
-  auto groups = group_parameters(setup);
+  auto groups = unit_parameters(setup);
   has_root_ = !groups.back().empty();
   if (!has_root_) groups.pop_back();
   for (std::size_t u = 0; u < groups.size(); ++u) {

@@ -33,14 +33,23 @@ ShardedUnit::ShardedUnit(std::string name, std::vector<torch::Tensor> params, st
 }
 
 void ShardedUnit::gather(sdk::Communicator& comm) {
+  if (pending_) sdk::collective::wait(pending_);
   if (gathered_) return;
   reallocate_storage(flat_, static_cast<std::size_t>(full_bytes()));
   sdk::check(comm.allgather(shard_, flat_));
   gathered_ = true;
 }
 
+void ShardedUnit::prefetch(sdk::Communicator& comm) {
+  if (gathered_) return;
+  reallocate_storage(flat_, static_cast<std::size_t>(full_bytes()));
+  gathered_ = true;
+  pending_ = sdk::collective::allgather_async(comm, shard_, flat_);
+}
+
 void ShardedUnit::release() {
   if (!gathered_) return;
+  if (pending_) sdk::collective::wait(pending_);
   release_storage(flat_);
   gathered_ = false;
 }
