@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace gradsweep::strategies {
 
@@ -81,6 +82,22 @@ void ShardedUnit::add_optimizer_slices(std::vector<torch::Tensor>& tensors,
     tensors.push_back(values);
     slices.push_back({static_cast<std::int64_t>(indices_[i]), begin - offsets_[i], end - begin});
   }
+}
+
+double step_shards(std::vector<ShardedUnit>& units, sdk::Communicator& norm_group, int ranks,
+                   const sdk::OptimizerSpec& spec, sdk::SlicedOptimizer& optimizer, double lr) {
+  torch::Tensor norm_squared = torch::zeros({1}, torch::kDouble);
+  for (ShardedUnit& u : units) {
+    u.gradient_shard().mul_(1.0 / static_cast<double>(ranks));
+    norm_squared += u.gradient_shard().to(torch::kDouble).pow(2).sum().cpu();
+  }
+  sdk::collective::allreduce(norm_group, norm_squared);
+  const double norm = std::sqrt(norm_squared.item<double>());
+  if (spec.grad_clip > 0 && norm > spec.grad_clip)
+    for (ShardedUnit& u : units) u.gradient_shard().mul_(spec.grad_clip / (norm + 1e-6));
+  sdk::set_learning_rate(*optimizer.optimizer, lr);
+  optimizer.optimizer->step();
+  return norm;
 }
 
 }  // namespace gradsweep::strategies

@@ -64,4 +64,11 @@ class ShardedUnit {
   std::unique_ptr<sdk::Request> pending_;  // a prefetch in flight
 };
 
+// The optimizer step over sharded units (fsdp, hsdp): each gradient shard averaged over `ranks` (the job's
+// ranks, whose gradients the shards summed), their global norm from the squared norms summed over
+// `norm_group` (ranks whose shards cover the model once), clipped to spec.grad_clip, then the optimizer
+// stepped at `lr`. Returns the norm before clipping.
+double step_shards(std::vector<ShardedUnit>& units, sdk::Communicator& norm_group, int ranks,
+                   const sdk::OptimizerSpec& spec, sdk::SlicedOptimizer& optimizer, double lr);
+
 }  // namespace gradsweep::strategies

@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 
 namespace gradsweep::strategies {
@@ -85,17 +84,7 @@ void FsdpStrategy::on_end_backward() {
 
 sdk::StepResult FsdpStrategy::on_update(const sdk::StepContext& step) {
   // The shards are disjoint: their squared norms add up to the global one.
-  torch::Tensor norm_squared = torch::zeros({1}, torch::kDouble);
-  for (ShardedUnit& u : units_) {
-    u.gradient_shard().mul_(1.0 / static_cast<double>(comm_.size()));
-    norm_squared += u.gradient_shard().to(torch::kDouble).pow(2).sum().cpu();
-  }
-  sdk::check(comm_.allreduce(norm_squared, sdk::ReduceOp::Sum));
-  const double norm = std::sqrt(norm_squared.item<double>());
-  if (spec_.grad_clip > 0 && norm > spec_.grad_clip)
-    for (ShardedUnit& u : units_) u.gradient_shard().mul_(spec_.grad_clip / (norm + 1e-6));
-  sdk::set_learning_rate(*optimizer_.optimizer, step.lr);
-  optimizer_.optimizer->step();
+  const double norm = step_shards(units_, comm_, comm_.size(), spec_, optimizer_, step.lr);
 
   context().metrics.record("param_bytes_resident", static_cast<double>(peak_bytes_));
   context().metrics.record("optimizer_state_bytes",

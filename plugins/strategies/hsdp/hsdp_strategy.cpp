@@ -7,7 +7,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -183,18 +182,7 @@ void HsdpStrategy::on_end_backward() {
 
 sdk::StepResult HsdpStrategy::on_update(const sdk::StepContext& step) {
   // Each node's shards cover the model once: their squared norms, summed over the node, are the global one.
-  const double ranks = static_cast<double>(context().comm.size());
-  torch::Tensor norm_squared = torch::zeros({1}, torch::kDouble);
-  for (ShardedUnit& u : units_) {
-    u.gradient_shard().mul_(1.0 / ranks);
-    norm_squared += u.gradient_shard().to(torch::kDouble).pow(2).sum().cpu();
-  }
-  sdk::collective::allreduce(*node_, norm_squared);
-  const double norm = std::sqrt(norm_squared.item<double>());
-  if (spec_.grad_clip > 0 && norm > spec_.grad_clip)
-    for (ShardedUnit& u : units_) u.gradient_shard().mul_(spec_.grad_clip / (norm + 1e-6));
-  sdk::set_learning_rate(*optimizer_.optimizer, step.lr);
-  optimizer_.optimizer->step();
+  const double norm = step_shards(units_, *node_, context().comm.size(), spec_, optimizer_, step.lr);
 
   context().metrics.record("param_bytes_resident", static_cast<double>(peak_bytes_));
   context().metrics.record("optimizer_state_bytes",
