@@ -52,12 +52,24 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// A plan written before plan.json recorded the computing ranks: those that spent time computing.
+int computing_ranks_measured(const nlohmann::json& breakdown, int ranks) {
+  if (!breakdown.contains("by_rank") || !breakdown["by_rank"].contains("compute_s") ||
+      !breakdown["by_rank"]["compute_s"].is_array())
+    return ranks;
+  int computing = 0;
+  for (const auto& v : breakdown["by_rank"]["compute_s"]) computing += v.is_number() && v.get<double>() > 0;
+  return computing;
+}
+
 MeasuredCell measure(const runs::PlannedCell& cell, std::size_t index) {
   MeasuredCell m;
   m.index = index;
   m.line = key_of(line_axes(cell));
   m.nodes = cell.nodes, m.ranks_per_node = cell.ranks_per_node, m.ranks = cell.world_size();
   m.threads_per_rank = cell.threads_per_rank;
+  // As the strategy's plan answer declared it (plan.json); older plans are read from what each rank did.
+  m.computing_ranks = cell.computing_ranks > 0 ? cell.computing_ranks : m.ranks;
   const runs::CellStatus status = runs::read_cell_status(cell.dir);
   if (status.state != runs::CellState::Ok || status.config_hash != cell.config_hash) return m;
   const nlohmann::json s = read_json(cell.dir / "summary.json");
@@ -79,11 +91,7 @@ MeasuredCell measure(const runs::PlannedCell& cell, std::size_t index) {
     if (s.contains(key) && s[key].is_array())
       for (const auto& v : s[key])
         if (v.is_number()) m.busiest_bytes = std::max(m.busiest_bytes, v.get<double>());
-  m.computing_ranks = m.ranks;
-  if (b.contains("by_rank") && b["by_rank"].contains("compute_s") && b["by_rank"]["compute_s"].is_array()) {
-    m.computing_ranks = 0;
-    for (const auto& v : b["by_rank"]["compute_s"]) m.computing_ranks += v.is_number() && v.get<double>() > 0;
-  }
+  if (cell.computing_ranks <= 0) m.computing_ranks = computing_ranks_measured(b, m.ranks);
   m.ok = m.tokens_per_step > 0 && m.computing_ranks > 0;
   return m;
 }

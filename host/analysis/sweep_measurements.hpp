@@ -33,7 +33,7 @@ struct MeasuredCell {
   double tokens_per_step = 0, tokens_per_s = 0;
   double compute_s = 0, backward_s = 0, update_s = 0, fixed_s = 0;  // means over the ranks that compute
   double busiest_bytes = 0, calls = 0, overlap = 0;
-  int computing_ranks = 1;
+  int computing_ranks = 1;            // plan.json's (the strategy's declaration); measured for older plans
   bool restricts_vocabulary = false;  // its strategy trained a softmax over part of the vocabulary
 };
 
@@ -45,8 +45,8 @@ struct LineProfile {
   std::string compute_source;
   // traffic (missing when traffic_cells is 0)
   double bytes_ring = 0, bytes_star = 0, calls_base = 0, calls_per_rank = 0, overlap = 0;
-  int servers = 0, traffic_cells = 0;
-  std::vector<int> traffic_ranks;  // the rank counts the traffic was measured at
+  int servers = 0, traffic_cells = 0;  // servers: ranks that only serve, from plan.json's computing ranks
+  std::vector<int> traffic_ranks;      // the rank counts the traffic was measured at
   double bytes(int ranks) const;
   double calls(int ranks) const;
 };

@@ -64,6 +64,8 @@ nlohmann::json capabilities_json(const PluginRecord& p) {
           {"ranks_agree", c->ranks_agree},
           {"restricts_vocabulary", c->restricts_vocabulary},
           {"reshards", c->reshards},
+          {"unit_events", c->unit_events},
+          {"deterministic", c->deterministic},
           {"requires", sdk::feature_names(c->required_features)}};
 }
 
@@ -104,6 +106,7 @@ void print_details(const PluginRecord& p) {
               << (c->synchronous_exact ? "; reproduces single" : "") << (c->ranks_agree ? "; ranks agree" : "")
               << (c->restricts_vocabulary ? "; restricts the vocabulary" : "")
               << (c->reshards ? "; resumes at another world size" : "")
+              << (c->unit_events ? "; acts on model units" : "") << (c->deterministic ? "" : "; not deterministic")
               << (c->required_features != 0 ? "; needs " + sdk::feature_names(c->required_features) : "") << "\n";
   }
   const char* section = p.kind == sdk::PluginKind::Model ? "model" : "strategy";

@@ -22,19 +22,19 @@ std::unique_ptr<host::ModelInstance> ModelBench::build(std::uint64_t seed) const
 
 sdk::ModelInfo info_of(const host::ModelInstance& model) {
   sdk::ModelInfo info;
-  model.call(model->info(&info), "info");
+  model.call<&sdk::ModelAbi::info>(&info);
   return info;
 }
 
 std::vector<sdk::Parameter> parameters_of(const host::ModelInstance& model) {
   std::vector<sdk::Parameter> params;
-  model.call(model->parameters(&params), "parameters");
+  model.call<&sdk::ModelAbi::parameters>(&params);
   return params;
 }
 
 std::vector<sdk::NamedTensor> buffers_of(const host::ModelInstance& model) {
   std::vector<sdk::NamedTensor> buffers;
-  model.call(model->buffers(&buffers), "buffers");
+  model.call<&sdk::ModelAbi::buffers>(&buffers);
   return buffers;
 }
 
@@ -61,10 +61,10 @@ sdk::Batch batch_slice(const sdk::Batch& batch, std::int64_t begin, std::int64_t
 
 torch::Tensor loss_of(const host::ModelInstance& model, const sdk::Batch& batch, bool training,
                       std::uint64_t rng_seed) {
-  model.call(model->set_training(training), "set_training");
+  model.call<&sdk::ModelAbi::set_training>(training);
   torch::manual_seed(rng_seed);
   torch::Tensor loss;
-  model.call(model->loss(batch, nullptr, &loss), "loss");
+  model.call<&sdk::ModelAbi::loss>(batch, nullptr, &loss);
   return loss;
 }
 

@@ -29,8 +29,6 @@ class ModelBench {
 
   const host::PluginRecord& record() const { return *record_; }
   std::uint64_t seed() const { return seed_; }
-  // Whether the plugin's SDK has the calls of minor version `minor` (1.4: units).
-  bool has_abi_minor(std::uint32_t minor) const { return record_->descriptor->abi_minor >= minor; }
 
  private:
   const host::PluginRecord* record_;

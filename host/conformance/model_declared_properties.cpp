@@ -108,10 +108,9 @@ std::string unreached_parameter(const sdk::ModelUnit& unit, const torch::Tensor&
 
 Finding check_model_units(const ModelCheckContext& ctx) {
   const char* property = "units";
-  if (!ctx.bench->has_abi_minor(4))
-    return passed(property, "not applicable: built against SDK 1." +
-                                std::to_string(ctx.bench->record().descriptor->abi_minor) +
-                                ", which has no units; the model is one unit, the root");
+  if (!host::plugin_has<&sdk::ModelAbi::units>(ctx.bench->record()))
+    return passed(property, "not applicable: " + host::lacks_method<&sdk::ModelAbi::units>(ctx.bench->record()) +
+                                "; the model is one unit, the root");
   const auto model = ctx.bench->build();
   const auto params = parameters_of(*model);
   std::vector<sdk::ModelUnit> units;
@@ -130,9 +129,9 @@ Finding check_model_units(const ModelCheckContext& ctx) {
     expected += "begin(" + std::to_string(u) + ") end(" + std::to_string(u) + ") ";
   }
   RecordingHooks hooks;
-  model->call((*model)->set_unit_hooks(&hooks), "set_unit_hooks");
+  model->call<&sdk::ModelAbi::set_unit_hooks>(&hooks);
   loss_of(*model, ctx.batch, /*training=*/true, ctx.bench->seed());  // its graph lives on in the outputs
-  model->call((*model)->set_unit_hooks(nullptr), "set_unit_hooks");
+  model->call<&sdk::ModelAbi::set_unit_hooks>(nullptr);
   if (hooks.calls() != expected)
     return failed(property, "called " + (hooks.calls().empty() ? std::string("nothing ") : hooks.calls()),
                   "expected " + expected +
@@ -153,7 +152,7 @@ Finding check_model_flops(const ModelCheckContext& ctx) {
   const auto model = ctx.bench->build();
   const std::int64_t seq_len = ctx.batch.inputs.size(1);
   double flops = 0;
-  model->call((*model)->flops_per_token(seq_len, &flops), "flops_per_token");
+  model->call<&sdk::ModelAbi::flops_per_token>(seq_len, &flops);
   const std::string figure =
       short_number(flops) + " at length " + std::to_string(seq_len) + " (" +
       short_number(flops / static_cast<double>(std::max<std::int64_t>(1, ctx.info.num_parameters))) + " x parameters)";
@@ -190,7 +189,7 @@ Finding check_model_output_subset(const ModelCheckContext& ctx) {
   const torch::Tensor full = loss_of(*model, ctx.batch, /*training=*/false, ctx.bench->seed()).detach();
   const sdk::OutputSubset every{torch::arange(ctx.info.vocab_size, torch::kLong), ctx.batch.targets, {}};
   torch::Tensor subset;
-  model->call((*model)->loss(ctx.batch, &every, &subset), "loss");
+  model->call<&sdk::ModelAbi::loss>(ctx.batch, &every, &subset);
   const double a = full.item<double>(), b = subset.item<double>();
   const double relative = std::abs(a - b) / std::max(std::abs(a), 1e-12);
   const std::string figure = "every row: " + short_number(b) + " against the full " + short_number(a);

@@ -74,6 +74,12 @@ Finding check_resume(const KitContext& ctx, const JobRun& whole) {
 
 Finding check_determinism(const KitContext& ctx, const JobRun& first) {
   Finding f{"deterministic", first.ranks};
+  // An asynchronous strategy's updates land in the order messages arrive: two runs may differ, as it says.
+  if (!ctx.plan(first.ranks).capabilities.deterministic) {
+    f.verdict = Verdict::Skip;
+    f.reason = "not declared deterministic (deterministic_runs(false) for these options): two runs may differ";
+    return f;
+  }
   const std::string label = "twice-" + std::to_string(first.ranks);
   const JobRun again =
       ctx.run({label, first.ranks, ctx.strategy_sets}, std::to_string(first.ranks) + " ranks, the same job again");

@@ -50,7 +50,7 @@ const sdk::ModelInfo& ModelFacts::of(const host::PluginRecord& record, const sdk
   host::StepMetrics metrics;
   const host::ModelInstance model(record, {options, logger, metrics, *comm, torch::Device(torch::kCPU)});
   sdk::ModelInfo info;
-  model.call(model->info(&info), "info");
+  model.call<&sdk::ModelAbi::info>(&info);
   return known_.emplace(id, info).first->second;
 }
 

@@ -445,6 +445,7 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
   const int threads = threads_per_rank(launch, *config);
   const YAML::Node resolved = resolved_config(*config, threads, plugin_options);
   BuiltCell built{planned_cell(resolved, launch, threads, *config, matrix, point, out_dir, binary), ""};
+  built.cell.computing_ranks = computing;
   built.cell.axes = axis_values(tree, resolved, launch, threads, matrix);
   if (files == CellFiles::Make) built.yaml = cell_yaml(built.cell, resolved, exp);
   return built;

@@ -63,7 +63,7 @@ void restore_parameters(ModelInstance& model, const fs::path& checkpoint) {
   torch::serialize::InputArchive archive;
   archive.load_from((checkpoint / "model.pt").string());
   std::vector<sdk::Parameter> params;
-  model.call(model->parameters(&params), "parameters");
+  model.call<&sdk::ModelAbi::parameters>(&params);
   torch::NoGradGuard no_grad;
   for (auto& p : params) {
     torch::Tensor saved;
@@ -85,10 +85,8 @@ ExportResult export_cell(const ExportRequest& request) {
   PluginRegistry registry;
   registry.scan(PluginRegistry::search_path(plugin_paths));
   const PluginRecord& record = registry.find(sdk::PluginKind::Model, section["name"].as<std::string>());
-  if (record.descriptor->abi_minor < 5)
-    throw std::runtime_error("model plugin '" + record.name + "' was built against SDK " +
-                             std::to_string(record.descriptor->abi_major) + "." +
-                             std::to_string(record.descriptor->abi_minor) + ", which has no export (SDK 1.5)");
+  if (!plugin_has<&sdk::ModelAbi::export_weights>(record))
+    throw std::runtime_error(lacks_method<&sdk::ModelAbi::export_weights>(record) + ": it cannot be exported");
   Diagnostics diag((request.cell_dir / "config.resolved.yaml").string());
   const std::vector<sdk::OptionSpec> specs(record.descriptor->options,
                                            record.descriptor->options + record.descriptor->option_count);
@@ -101,7 +99,7 @@ ExportResult export_cell(const ExportRequest& request) {
   ModelInstance model(record, sdk::PluginContext{options, logger, metrics, *comm, torch::kCPU});
   restore_parameters(model, checkpoint);
   sdk::ExportedWeights weights;
-  model.call(model->export_weights(request.format, &weights), "export_weights");
+  model.call<&sdk::ModelAbi::export_weights>(request.format, &weights);
 
   // Staged beside the target and swapped in whole.
   const fs::path staged = request.out.string() + ".staged." + std::to_string(::getpid());

@@ -52,13 +52,11 @@ HfWeights::HfWeights(const fs::path& dir) {
 
 void import_hf_weights(ModelInstance& model, const fs::path& dir) {
   const PluginRecord& record = model.record();
-  if (record.descriptor->abi_minor < 6)
-    throw std::runtime_error("model plugin '" + record.name + "' was built against SDK " +
-                             std::to_string(record.descriptor->abi_major) + "." +
-                             std::to_string(record.descriptor->abi_minor) +
-                             ", which has no import (SDK 1.6): it cannot start from " + dir.string());
+  if (!model.has<&sdk::ModelAbi::import_weights>())
+    throw std::runtime_error(lacks_method<&sdk::ModelAbi::import_weights>(record) + ": it cannot start from " +
+                             dir.string());
   const HfWeights weights(dir);
-  const sdk::Status status = model->import_weights("hf", weights.weights());
+  const sdk::Status status = model.status_of<&sdk::ModelAbi::import_weights>(std::string("hf"), weights.weights());
   if (!status.ok) throw std::runtime_error(dir.string() + ": " + status.message);
 }
 

@@ -1,19 +1,19 @@
 #include "plugins/plugin_declarations.hpp"
 
-#include <algorithm>
-#include <cstddef>
-#include <cstring>
+#include "plugins/plugin_instance.hpp"
+#include "plugins/sized_struct.hpp"
 
 namespace gradsweep::host {
 namespace {
 
-// Whether the plugin's descriptor has the SDK 1.4 field at [offset, offset + size).
-bool reaches(const sdk::PluginDescriptor& d, std::size_t offset, std::size_t size) {
-  return d.abi_minor >= 4 && d.struct_size >= offset + size;
+std::string who(const PluginRecord& record) {
+  return std::string(sdk::to_string(record.kind)) + " '" + record.name + "'";
 }
 
-#define GRADSWEEP_DESCRIPTOR_HAS(d, field) \
-  reaches((d), offsetof(sdk::PluginDescriptor, field), sizeof(sdk::PluginDescriptor::field))
+// The descriptor as far as the plugin wrote it (and its minor has fields): later fields null.
+sdk::PluginDescriptor descriptor_of(const PluginRecord& record) {
+  return read_sized(record.descriptor, record.descriptor->abi_minor, who(record));
+}
 
 std::string rank_range(const sdk::StrategyCapabilities& caps) {
   const std::string min = std::to_string(caps.min_ranks), max = std::to_string(caps.max_ranks);
@@ -50,30 +50,23 @@ std::vector<sdk::OptionSpec> option_specs(const PluginRecord& record) {
 }
 
 OptionChoices option_choices(const PluginRecord& record) {
-  const sdk::PluginDescriptor& d = *record.descriptor;
+  const sdk::PluginDescriptor d = descriptor_of(record);
   OptionChoices choices(d.option_count);
-  if (GRADSWEEP_DESCRIPTOR_HAS(d, option_choices) && d.option_choices != nullptr)
+  if (d.option_choices != nullptr)
     for (std::uint32_t i = 0; i < d.option_count; ++i)
       if (d.option_choices[i] != nullptr) choices[i] = d.option_choices[i];
   return choices;
 }
 
 std::optional<sdk::StrategyCapabilities> declared_capabilities(const PluginRecord& record) {
-  const sdk::PluginDescriptor& d = *record.descriptor;
-  if (!GRADSWEEP_DESCRIPTOR_HAS(d, capabilities) || d.capabilities == nullptr) return std::nullopt;
-  // Every field of 1.4's StrategyCapabilities, the first version: later ones only append.
-  constexpr std::size_t kFirstSize = offsetof(sdk::StrategyCapabilities, devices) + sizeof(sdk::DeviceKinds);
-  const std::uint32_t size = d.capabilities->struct_size;
-  if (size < kFirstSize) return std::nullopt;
-  sdk::StrategyCapabilities caps;
-  std::memcpy(&caps, d.capabilities, std::min<std::size_t>(size, sizeof caps));
-  caps.struct_size = sizeof caps;
-  return caps;
+  const sdk::PluginDescriptor d = descriptor_of(record);
+  if (d.capabilities == nullptr) return std::nullopt;
+  return read_sized(d.capabilities, d.abi_minor, who(record));
 }
 
 bool asks_for_vocabulary(const PluginRecord& record, const PlanVerdict& verdict) {
   if (verdict.capabilities) return verdict.capabilities->restricts_vocabulary;
-  return record.descriptor->abi_minor >= 2;
+  return plugin_has<&sdk::StrategyAbi::output_vocabulary>(record);
 }
 
 PlanVerdict check_strategy_plan(const PluginRecord& record, const sdk::PlanFacts& facts) {
@@ -81,19 +74,22 @@ PlanVerdict check_strategy_plan(const PluginRecord& record, const sdk::PlanFacts
   verdict.computing_ranks = facts.world_size;
   const std::optional<sdk::StrategyCapabilities> declared = declared_capabilities(record);
   verdict.capabilities = declared;
-  const sdk::PluginDescriptor& d = *record.descriptor;
-  if (GRADSWEEP_DESCRIPTOR_HAS(d, check_plan) && d.check_plan != nullptr) {
+  const sdk::PluginDescriptor d = descriptor_of(record);
+  if (d.check_plan != nullptr) {
     sdk::PlanAnswer answer;
     if (declared) answer.capabilities = *declared;
     const sdk::Status status = d.check_plan(&facts, &answer);
     if (!status.ok || !answer.refusal.empty())
       return {status.ok ? answer.refusal : status.message, answer.about, verdict.computing_ranks, verdict.capabilities};
+    // A plugin may have assigned a whole answer (or capabilities) of its own, older size: read what it wrote.
+    check_struct_size<sdk::PlanAnswer>(answer.struct_size, d.abi_minor, who(record));
     if (answer.computing_ranks < 0 || answer.computing_ranks > facts.world_size)
       return {"strategy '" + record.name + "': check_plan says " + std::to_string(answer.computing_ranks) +
                   " ranks compute, but the job has " + std::to_string(facts.world_size) + " (a bug in the plugin)",
               "", verdict.computing_ranks, verdict.capabilities};
     if (answer.computing_ranks > 0) verdict.computing_ranks = answer.computing_ranks;
-    if (declared) verdict.capabilities = answer.capabilities;
+    verdict.answered = true;
+    if (declared) verdict.capabilities = read_sized(&answer.capabilities, d.abi_minor, who(record), *declared);
   }
   if (verdict.capabilities) {
     PlanVerdict refused = check_declared(record, *verdict.capabilities, facts);

@@ -1,6 +1,6 @@
 #pragma once
-// What a plugin declares about itself (sdk/capabilities.hpp), read from its descriptor only where the
-// plugin's SDK had the field (abi_minor >= 4 and struct_size covering it), and the one plan check that
+// What a plugin declares about itself (sdk/capabilities.hpp), read from its descriptor through read_sized
+// (sized_struct.hpp: only what the plugin's minor and struct_size cover), and the one plan check that
 // the planner and `gradsweep train` share. A plugin built against SDK 1.0-1.3, or declaring nothing, gets
 // what the host did before 1.4 (see each function).
 #include "config/option_schema.hpp"
@@ -19,15 +19,19 @@ std::vector<sdk::OptionSpec> option_specs(const PluginRecord& record);
 OptionChoices option_choices(const PluginRecord& record);
 
 // Empty when the plugin declares none. Fields past the plugin's struct_size (appended by a later SDK)
-// keep their defaults: only the bytes the plugin wrote are read.
+// keep their defaults: only the bytes the plugin wrote are read. Throws, naming the plugin, when its
+// struct_size is smaller than its minor promised (the registry refuses such a plugin when it loads it).
 std::optional<sdk::StrategyCapabilities> declared_capabilities(const PluginRecord& record);
 
 struct PlanVerdict {
   std::string refusal;  // empty: the cell can run
   std::string about;    // sdk::PlanAnswer::about: "ranks", "backend", "device", "model", an option key, or ""
+  // The ranks that compute: the highest `computing_ranks` of the job (the others serve). THE declaration
+  // of who computes that the planner, the trainer (rank_duties.hpp) and plan.json carry.
   int computing_ranks = 1;
   // For this cell's options, as check_plan narrowed them; empty when the plugin declares none.
   std::optional<sdk::StrategyCapabilities> capabilities{};
+  bool answered = false;  // check_plan ran and answered (computing_ranks is the plugin's, not assumed)
 };
 
 // The strategy's check_plan first (its own words win), then its declared world sizes, communicator

@@ -2,6 +2,7 @@
 
 #include "config/environment.hpp"
 #include "plugins/elf_check.hpp"
+#include "plugins/sized_struct.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
 
@@ -44,7 +45,7 @@ std::string describe(const sdk::BuildFingerprint& b) {
 std::string incompatibility(const sdk::PluginDescriptor& d, const fs::path& path) {
   const std::string file = path.string();
   // The first three fields are readable in every ABI version; check them before touching the rest.
-  constexpr std::uint32_t kMinimumSize = offsetof(sdk::PluginDescriptor, destroy) + sizeof(d.destroy);
+  constexpr std::size_t kMinimumSize = size_required<sdk::PluginDescriptor>(0);
   if (d.abi_major != sdk::kAbiMajor)
     return file + ": plugin SDK ABI " + std::to_string(d.abi_major) + "." + std::to_string(d.abi_minor) +
            " is incompatible with host SDK ABI " + std::to_string(sdk::kAbiMajor) + "." +
@@ -65,6 +66,15 @@ std::string incompatibility(const sdk::PluginDescriptor& d, const fs::path& path
     return file + ": unknown plugin kind " + std::to_string(static_cast<std::uint32_t>(d.kind));
   if (d.name == nullptr || *d.name == '\0' || d.create == nullptr || d.destroy == nullptr)
     return file + ": descriptor lacks a name or create/destroy functions";
+  // What its minor promised (the appended descriptor fields, its capabilities): refused now, by name, rather
+  // than read as garbage later.
+  try {
+    const std::string plugin = file + ": " + sdk::to_string(d.kind) + " '" + d.name + "'";
+    const sdk::PluginDescriptor whole = read_sized(&d, d.abi_minor, plugin);
+    if (whole.capabilities != nullptr) (void)read_sized(whole.capabilities, d.abi_minor, plugin);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
   return "";
 }
 

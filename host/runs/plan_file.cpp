@@ -29,6 +29,7 @@ void write_plan(const SweepPlan& plan, const std::string& experiment_text) {
                      {"axes", axes},
                      {"nodes", c.nodes},
                      {"ranks_per_node", c.ranks_per_node},
+                     {"computing_ranks", c.computing_ranks},
                      {"threads_per_rank", c.threads_per_rank},
                      {"gpus_per_node", c.gpus_per_node},
                      {"time_limit", c.time_limit},
@@ -63,6 +64,7 @@ SweepPlan read_plan(const fs::path& out_dir) {
     for (const auto& a : c.at("axes")) cell.axes.emplace_back(a.at(0), a.at(1));
     cell.nodes = c.value("nodes", 1);
     cell.ranks_per_node = c.value("ranks_per_node", 1);
+    cell.computing_ranks = c.value("computing_ranks", 0);
     cell.threads_per_rank = c.value("threads_per_rank", 0);
     cell.gpus_per_node = c.value("gpus_per_node", 0);
     cell.time_limit = c.value("time_limit", "");

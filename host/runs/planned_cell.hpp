@@ -45,6 +45,10 @@ struct PlannedCell {
   // launcher.elastic.min_nodes: the fewest nodes the cell may go on with after losing some; 0 = not elastic
   // (elastic_cell.hpp). Not part of the cell's identity: it changes what happens after a fault, not the run.
   int elastic_min_nodes = 0;
+  // The ranks that compute, as the strategy's plan answer declares (sdk::PlanAnswer::computing_ranks; the
+  // others, the lowest ranks, only serve): what the trainer splits batches over and the projection models.
+  // 0: not recorded (a plan written before gradsweep recorded it).
+  int computing_ranks = 0;
   bool cuda = false;         // runtime.device is cuda or cuda:N
   int threads_per_rank = 0;  // 0 = `gradsweep train` decides (cores / ranks on the node)
   int gpus_per_node = 0;

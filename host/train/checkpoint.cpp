@@ -1,6 +1,7 @@
 #include "train/checkpoint.hpp"
 
 #include "plugins/plugin_declarations.hpp"
+#include "plugins/rank_duties.hpp"
 #include "train/checkpoint_files.hpp"
 #include "train/checkpoint_steps.hpp"
 #include "util/atomic_file.hpp"
@@ -45,20 +46,17 @@ std::vector<std::int64_t> from_rank_zero(HostCommunicator& comm, std::vector<std
   return {all.data_ptr<std::int64_t>(), all.data_ptr<std::int64_t>() + all.numel()};
 }
 
-// SDK 1.4 strategies may keep parameters sharded at rest (fsdp): they make them whole while the host
-// reads or restores them. Older strategies never free them.
+// A strategy that hears unit events may keep parameters sharded at rest (fsdp): it makes them whole while
+// the host reads or restores them. Others never free them.
 void hold_parameters(StrategyInstance& strategy, bool hold) {
-  if (strategy.record().descriptor->abi_minor < 4) return;
-  sdk::RankRole role;
-  strategy.call(strategy->role(&role), "role");
-  if (role.unit_events) strategy.call(strategy->hold_parameters(hold), "hold_parameters");
+  if (hears_unit_events(strategy)) strategy.call<&sdk::StrategyAbi::hold_parameters>(hold);
 }
 
 // What a checkpoint holds of the model: its parameters and its buffers.
 std::pair<std::vector<sdk::Parameter>, std::vector<sdk::NamedTensor>> model_tensors(ModelInstance& model) {
   std::pair<std::vector<sdk::Parameter>, std::vector<sdk::NamedTensor>> tensors;
-  model.call(model->parameters(&tensors.first), "parameters");
-  model.call(model->buffers(&tensors.second), "buffers");
+  model.call<&sdk::ModelAbi::parameters>(&tensors.first);
+  model.call<&sdk::ModelAbi::buffers>(&tensors.second);
   return tensors;
 }
 
@@ -75,7 +73,7 @@ void write_checkpoint_files(const fs::path& staged, const CheckpointStep& step, 
   write_archive(model_archive, staged / "model.pt");
 
   torch::serialize::OutputArchive strategy_archive;
-  strategy.call(strategy->save_state(strategy_archive), "save_state");
+  strategy.call<&sdk::StrategyAbi::save_state>(strategy_archive);
   write_archive(strategy_archive, staged / "strategy.pt");
   // Written last: its presence marks the checkpoint complete (saved_steps).
   write_step(staged, step);
@@ -117,7 +115,7 @@ std::string misfit(const fs::path& dir, const CheckpointStep& found, const HostC
            "'; delete the directory or resume it with '" + found.strategy + "'";
   if (found.world_size == comm.size()) return "";
   const auto caps = declared_capabilities(strategy.record());
-  if (!caps || !caps->reshards || strategy.record().descriptor->abi_minor < 7)
+  if (!caps || !caps->reshards || !strategy.has<&sdk::StrategyAbi::load_resharded>())
     return what + " was written by " + std::to_string(found.world_size) + " ranks, but this job has " +
            std::to_string(comm.size()) + " and strategy '" + name +
            "' cannot resume at another world size (it does not declare `reshards`); run it on " +
@@ -230,11 +228,11 @@ std::optional<Resumed> load_checkpoint(const fs::path& dir, HostCommunicator& co
     restore_model(source, source, model, strategy);
     torch::serialize::InputArchive strategy_archive;
     read_archive(strategy_archive, source / "strategy.pt");
-    strategy.call(strategy->load_state(strategy_archive), "load_state");
+    strategy.call<&sdk::StrategyAbi::load_state>(strategy_archive);
   } else {
     restore_model(step_dir(dir, 0, found->step), step_dir(dir, rank % found->world_size, found->step), model, strategy);
     SavedRankStates saved(dir, *found);
-    strategy.call(strategy->load_resharded(saved), "load_resharded");
+    strategy.call<&sdk::StrategyAbi::load_resharded>(saved);
   }
   return Resumed{found->step, found->world_size};
 }

@@ -8,6 +8,7 @@
 #include "export/model_import.hpp"
 #include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_instance.hpp"
+#include "plugins/rank_duties.hpp"
 #include "services/logging.hpp"
 #include "services/step_metrics.hpp"
 #include "train/autocast_scope.hpp"
@@ -94,18 +95,6 @@ double mean_over_ranks(HostCommunicator& comm, double sum, double count) {
   return t[1].item<double>() > 0 ? t[0].item<double>() / t[1].item<double>() : std::nan("");
 }
 
-// Plugins built against SDK 1.0 have no role(): every rank of theirs computes.
-sdk::RankRole role_of(const StrategyInstance& strategy) {
-  sdk::RankRole role;
-  if (strategy.record().descriptor->abi_minor >= 1) strategy.call(strategy->role(&role), "role");
-  return role;
-}
-
-// Plugins built against SDK 1.4 or later may ask to hear of each model unit's forward and backward.
-bool hears_units(const StrategyInstance& strategy, const sdk::RankRole& role) {
-  return strategy.record().descriptor->abi_minor >= 4 && role.unit_events;
-}
-
 // The index, in the step's global batch, of this rank's first sequence of micro-batch `micro` (the
 // BatchLoader's layout: rank r owns sequences [r*G/W, (r+1)*G/W), cut into micro-batches of M).
 std::int64_t sample_offset(const data::BatchLoaderOptions& o, std::int64_t micro) {
@@ -158,7 +147,7 @@ int prepare_rank(const CellConfig& config, HostCommunicator& comm, const torch::
 
 sdk::ModelInfo model_info(const ModelInstance& model) {
   sdk::ModelInfo info;
-  model.call(model->info(&info), "info");
+  model.call<&sdk::ModelAbi::info>(&info);
   return info;
 }
 
@@ -166,7 +155,7 @@ sdk::ModelInfo model_info(const ModelInstance& model) {
 std::vector<sdk::Parameter> checked_parameters(const ModelInstance& model, const sdk::ModelInfo& info,
                                                const CellConfig& config, HostCommunicator& comm) {
   std::vector<sdk::Parameter> params;
-  model.call(model->parameters(&params), "parameters");
+  model.call<&sdk::ModelAbi::parameters>(&params);
   if (info.block_size > 0 && config.train.seq_len > info.block_size)
     throw ConfigError({config.file + ": train.seq_len: " + std::to_string(config.train.seq_len) +
                        " is longer than the model's block_size " + std::to_string(info.block_size)});
@@ -231,7 +220,8 @@ class CellTraining {
   std::vector<sdk::Parameter> params_;
   const PlanVerdict plan_;
   StrategyInstance strategy_;
-  const sdk::RankRole role_;
+  // Whether this rank computes and the strategy hears unit events (rank_duties.hpp: from plan_).
+  const RankDuties duties_;
   const ComputeGroup group_;
   const data::BatchLoaderOptions batching_;
   const data::BatchLoader loader_;
@@ -282,14 +272,14 @@ CellTraining::CellTraining(const TrainRequest& request, const PluginRegistry& re
       plan_(check_strategy_fits_job(strategy_record_, config_, comm, strategy_services_.options, info_)),
       strategy_(strategy_record_,
                 {strategy_services_.options, strategy_services_.logger, plugin_metrics_, comm, device_}),
-      role_(role_of(strategy_)),
-      group_(compute_group(comm, role_.computes)),
+      duties_(rank_duties(strategy_, plan_, comm.rank(), comm.size())),
+      group_(compute_group(comm, duties_.computes)),
       batching_(batching_for(train_, group_)),
       loader_(data::TokenSplit::open(config_.train_data), batching_),
       val_loader_(data::TokenSplit::open(config_.val_data), batching_),
       micro_steps_(loader_.micro_batches_per_step()),
       vocabulary_steps_(asks_for_vocabulary(strategy_record_, plan_)),
-      unit_steps_(hears_units(strategy_, role_)),
+      unit_steps_(duties_.unit_events),
       peak_cache_(default_cache_dir() / "peak_flops.json"),
       checkpoint_dir_(request.out_dir / "checkpoint"),
       start_step_(set_up_and_resume()),
@@ -315,17 +305,19 @@ void CellTraining::set_up_strategy() {
   }
   const std::vector<sdk::ModelUnit> units =
       unit_steps_ ? model_units(model_, params_.size()) : std::vector<sdk::ModelUnit>{};
-  strategy_.call(strategy_->setup({params_, train_.optimizer, micro_steps_, info_, token_counts, units}), "setup");
-  strategy_.call(strategy_->precision(&precision_), "precision");
+  strategy_.call<&sdk::StrategyAbi::setup>(
+      sdk::StrategySetup{params_, train_.optimizer, micro_steps_, info_, token_counts, units});
+  strategy_.call<&sdk::StrategyAbi::precision>(&precision_);
 
   const std::vector<torch::Tensor> tensors = parameter_tensors(params_);
-  hooks_.emplace(tensors, [this](std::size_t i) { strategy_.call(strategy_->gradient_ready(i), "gradient_ready"); });
+  hooks_.emplace(tensors, [this](std::size_t i) { strategy_.call<&sdk::StrategyAbi::gradient_ready>(i); });
   if (unit_steps_) {
     unit_events_.emplace(strategy_, units, tensors);
-    if (model_record_.descriptor->abi_minor >= 4) model_.call(model_->set_unit_hooks(&*unit_events_), "set_unit_hooks");
+    // A model built before 1.4 has no units: its whole forward is the root's.
+    model_.call_if_present<&sdk::ModelAbi::set_unit_hooks>(&*unit_events_);
   }
 
-  model_.call(model_->flops_per_token(train_.seq_len, &flops_per_token_), "flops_per_token");
+  model_.call<&sdk::ModelAbi::flops_per_token>(train_.seq_len, &flops_per_token_);
   // bf16 products run several times faster than fp32.
   peak_ = config_.peak_flops > 0
               ? PeakFlops{config_.peak_flops, precision_name(precision_.compute_dtype), "metrics.peak_flops"}
@@ -350,7 +342,7 @@ std::int64_t CellTraining::set_up_and_resume() {
 }
 
 nlohmann::json CellTraining::run() {
-  model_.call(model_->set_training(true), "set_training");
+  model_.call<&sdk::ModelAbi::set_training>(true);
   for (std::int64_t step = start_step_; step < train_.steps; ++step)
     if (!take_step(step)) {
       tensorboard_.finish(std::nullopt);  // the next run resumes this session
@@ -377,25 +369,25 @@ bool CellTraining::take_step(std::int64_t step) {
   StepTimes t;
   const sdk::StepContext ctx{
       step, learning_rate(step, train_.steps, train_.warmup_steps, train_.optimizer.lr, train_.min_lr)};
-  strategy_.call(strategy_->begin_step(ctx), "begin_step");
+  strategy_.call<&sdk::StrategyAbi::begin_step>(ctx);
   const sdk::OutputVocabulary vocabulary = step_vocabulary(step);
   double loss_scale = 1.0;
-  strategy_.call(strategy_->loss_scale(&loss_scale), "loss_scale");
+  strategy_.call<&sdk::StrategyAbi::loss_scale>(&loss_scale);
   timeline_.span(Phase::Prologue, step_start);
   const double loss_sum = forward_backward(step, vocabulary, loss_scale, t);
   auto t0 = Clock::now();
-  strategy_.call(strategy_->end_backward(), "end_backward");
+  strategy_.call<&sdk::StrategyAbi::end_backward>();
   timeline_.span(Phase::EndBackward, t0);
   const auto update_start = Clock::now();
   sdk::StepResult result;
-  strategy_.call(strategy_->update(ctx, &result), "update");
+  strategy_.call<&sdk::StrategyAbi::update>(ctx, &result);
   sync_device(device_);
   timeline_.span(Phase::Update, update_start);
   t.update = seconds_since(t0);
   const auto report_start = Clock::now();
   // The report waits for the slowest rank, as the next step's first collective would: its time is
   // part of the step, so tokens/s is what the job achieves, not what rank 0 alone would.
-  const bool computes = role_.computes;
+  const bool computes = duties_.computes;
   const CommStats step_comm = comm_.take_stats();
   GroupStats step_groups = comm_.take_group_stats();  // before the report's own take_stats drops them
   const StepReport report =
@@ -427,7 +419,8 @@ sdk::OutputVocabulary CellTraining::step_vocabulary(std::int64_t step) {
   sdk::OutputVocabulary vocabulary;
   if (!vocabulary_steps_) return vocabulary;
   const data::Batch global = global_loader_->batch(step, 0);
-  strategy_.call(strategy_->output_vocabulary({step, global.inputs, global.targets}, &vocabulary), "output_vocabulary");
+  strategy_.call<&sdk::StrategyAbi::output_vocabulary>(sdk::StepBatch{step, global.inputs, global.targets},
+                                                       &vocabulary);
   if (vocabulary.rows.defined()) {
     if (!info_.supports_output_subset)
       throw ConfigError({config_.file + ": strategy '" + config_.strategy_name +
@@ -441,7 +434,7 @@ sdk::OutputVocabulary CellTraining::step_vocabulary(std::int64_t step) {
 double CellTraining::forward_backward(std::int64_t step, const sdk::OutputVocabulary& vocabulary, double loss_scale,
                                       StepTimes& t) {
   double loss_sum = 0.0;
-  for (std::int64_t m = 0; role_.computes && m < micro_steps_; ++m) {
+  for (std::int64_t m = 0; duties_.computes && m < micro_steps_; ++m) {
     auto t0 = Clock::now();
     const data::Batch b = loader_.batch(step, m);
     const sdk::Batch batch = keyed_batch(b, device_, step, train_.seed, sample_offset(batching_, m));
@@ -472,7 +465,7 @@ double CellTraining::forward_backward(std::int64_t step, const sdk::OutputVocabu
 // The model's loss with the root unit's events around it (a strategy that frees parameters gathers them).
 void CellTraining::model_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset, torch::Tensor* loss) {
   if (unit_events_) unit_events_->root_forward_begin();
-  model_.call(model_->loss(batch, subset, loss), "loss");
+  model_.call<&sdk::ModelAbi::loss>(batch, subset, loss);
   if (unit_events_) unit_events_->root_forward_end();
 }
 
@@ -481,10 +474,10 @@ void CellTraining::model_loss(const sdk::Batch& batch, const sdk::OutputSubset* 
 // across strategies and node counts.
 double CellTraining::evaluate() {
   const auto eval_start = Clock::now();
-  model_.call(model_->set_training(false), "set_training");
+  model_.call<&sdk::ModelAbi::set_training>(false);
   torch::NoGradGuard no_grad;
   double sum = 0.0, count = 0.0;
-  for (std::int64_t i = 0; role_.computes && i < config_.eval_batches; ++i)
+  for (std::int64_t i = 0; duties_.computes && i < config_.eval_batches; ++i)
     for (std::int64_t m = 0; m < micro_steps_; ++m) {
       const data::Batch b = val_loader_.batch(i, m);
       torch::Tensor loss;
@@ -493,7 +486,7 @@ double CellTraining::evaluate() {
       sum += loss.item<double>();
       count += 1;
     }
-  model_.call(model_->set_training(true), "set_training");
+  model_.call<&sdk::ModelAbi::set_training>(true);
   const double mean = mean_over_ranks(comm_, sum, count);
   timeline_.span(Phase::Eval, eval_start);
   return mean;

@@ -11,8 +11,7 @@ namespace gradsweep::host {
 
 std::vector<sdk::ModelUnit> model_units(const ModelInstance& model, std::size_t parameter_count) {
   std::vector<sdk::ModelUnit> units;
-  if (model.record().descriptor->abi_minor < 4) return units;
-  model.call(model->units(&units), "units");
+  if (!model.call_if_present<&sdk::ModelAbi::units>(&units)) return units;  // built before 1.4: no units
   std::vector<int> owner(parameter_count, -1);
   for (std::size_t u = 0; u < units.size(); ++u)
     for (std::size_t i : units[u].parameters) {
@@ -52,7 +51,7 @@ void UnitEvents::send(sdk::UnitPhase phase, std::size_t unit) {
   sdk::UnitEvent event = pass_;
   event.phase = phase;
   event.unit = unit;
-  strategy_.call(strategy_->unit_event(event), "unit_event");
+  strategy_.call<&sdk::StrategyAbi::unit_event>(event);
 }
 
 void UnitEvents::backward_begin() {

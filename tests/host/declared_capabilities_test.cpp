@@ -67,6 +67,7 @@ TEST(DeclaredCapabilities, AnOlderCapabilitiesStructIsReadOnlyAsFarAsItsSize) {
   declared.struct_size = kSize14;
   std::memcpy(memory, &declared, kSize14);
   descriptor.capabilities = reinterpret_cast<const sdk::StrategyCapabilities*>(memory);
+  descriptor.abi_minor = 4;  // a 1.4 plugin: its struct is 1.4's size
   host::PluginRecord record{"old", PluginKind::Strategy, "1", "", "old.so", &descriptor};
   const auto caps = host::declared_capabilities(record);
   ASSERT_TRUE(caps);
@@ -78,8 +79,9 @@ TEST(DeclaredCapabilities, AnOlderCapabilitiesStructIsReadOnlyAsFarAsItsSize) {
 TEST(DeclaredCapabilities, FieldsBeyondTheDescriptorsSizeAreNeverRead) {
   PluginRegistry registry;
   registry.scan({test::plugin_dir()});
-  // A 1.4 descriptor cut to the size of 1.3's: the appended fields hold garbage that must not be followed.
+  // A 1.3 descriptor: the appended fields hold garbage that must not be followed.
   sdk::PluginDescriptor cut = *registry.find(PluginKind::Strategy, "ring").descriptor;
+  cut.abi_minor = 3;
   cut.struct_size = offsetof(sdk::PluginDescriptor, capabilities);
   cut.capabilities = reinterpret_cast<const sdk::StrategyCapabilities*>(0x1);
   cut.option_choices = reinterpret_cast<const char* const*>(0x1);
@@ -87,10 +89,18 @@ TEST(DeclaredCapabilities, FieldsBeyondTheDescriptorsSizeAreNeverRead) {
   host::PluginRecord record{"cut", PluginKind::Strategy, "1", "", "cut.so", &cut};
   EXPECT_FALSE(host::declared_capabilities(record));
   for (const auto& c : host::option_choices(record)) EXPECT_EQ(c, "");
-  // The same fields with an older minor: ignored too.
+  // The same fields within its struct_size but past what its minor has: ignored too.
   cut.struct_size = sizeof(sdk::PluginDescriptor);
-  cut.abi_minor = 3;
   EXPECT_FALSE(host::declared_capabilities(record));
+  // A descriptor claiming 1.9 but cut to 1.3's size: an error naming the plugin, never garbage followed.
+  cut.abi_minor = 9;
+  cut.struct_size = offsetof(sdk::PluginDescriptor, capabilities);
+  try {
+    (void)host::declared_capabilities(record);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("strategy 'cut': its PluginDescriptor is"), std::string::npos) << e.what();
+  }
 }
 
 TEST(DeclaredCapabilities, SingleOnTwoRanksIsRefusedInItsOwnWords) {
@@ -136,6 +146,16 @@ TEST(DeclaredCapabilities, WhatTheBackendLacksIsRefusedAndAServerThatServesDoesN
   EXPECT_EQ(on_mpi.computing_ranks, 2);
   ASSERT_TRUE(on_mpi.capabilities);
   EXPECT_FALSE(on_mpi.capabilities->synchronous_exact);  // narrowed for mode async
+  EXPECT_FALSE(on_mpi.capabilities->deterministic);      // updates land in the order gradients arrive
+  EXPECT_TRUE(on_mpi.answered);
+  const sdk::Options ps_sync(
+      std::map<std::string, sdk::Options::Value>{{"mode", std::string("sync")}, {"server_computes", true}});
+  const auto sync = host::check_strategy_plan(ps, facts_for(3, ps_sync, "mpi", ~0ull));
+  ASSERT_TRUE(sync.capabilities);
+  EXPECT_TRUE(sync.capabilities->deterministic);
+  // Units are declared now, not answered by RankRole.
+  EXPECT_TRUE(host::declared_capabilities(registry.find(PluginKind::Strategy, "fsdp"))->unit_events);
+  EXPECT_FALSE(host::declared_capabilities(registry.find(PluginKind::Strategy, "ring"))->unit_events);
 }
 
 TEST(DeclaredCapabilities, APluginBuiltAsSdk12DeclaresNothingAndKeepsTheOldBehaviour) {

@@ -88,7 +88,7 @@ class HostedModel final : public LoadedModel {
         logger_("model " + record.name),
         comm_(host::make_local_communicator()),
         instance_(record, sdk::PluginContext{options_, logger_, metrics_, *comm_, device}) {}
-  sdk::ModelAbi* operator->() override { return &*instance_; }
+  sdk::ModelAbi* operator->() override { return &instance_.current(); }
 
  private:
   sdk::Options options_;

@@ -30,7 +30,7 @@ inline constexpr std::array<sdk::OptionDecl, 1> kFsdpOptions{{
 class FsdpStrategy final : public sdk::Strategy {
  public:
   // Every rank applies the same step; the `algorithm` option's needs are checked per cell.
-  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().resharding();
+  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().resharding().units();
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
     check_algorithm_plan(facts, answer, "fsdp");
   }
@@ -38,7 +38,6 @@ class FsdpStrategy final : public sdk::Strategy {
   explicit FsdpStrategy(const sdk::PluginContext& context);
 
  protected:
-  sdk::RankRole rank_role() override { return {true, true}; }
   void on_setup(const sdk::StrategySetup& setup) override;
   void on_begin_step(const sdk::StepContext& step) override;
   void on_unit_event(const sdk::UnitEvent& event) override;

@@ -35,7 +35,8 @@ inline constexpr std::array<sdk::OptionDecl, 1> kHsdpOptions{{
 class HsdpStrategy final : public sdk::Strategy {
  public:
   // Every rank applies the same step (the replicas of a shard get the same allreduced gradient).
-  static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.exact().agreeing().resharding().needs(sdk::kGroups);
+  static constexpr auto kCapabilities =
+      sdk::StrategyCapabilities{}.exact().agreeing().resharding().units().needs(sdk::kGroups);
   // Refuses nodes of unequal rank counts (a shard per node rank must exist on every node) and prefetch on
   // a backend without asynchronous collectives.
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer);
@@ -43,7 +44,6 @@ class HsdpStrategy final : public sdk::Strategy {
   explicit HsdpStrategy(const sdk::PluginContext& context);
 
  protected:
-  sdk::RankRole rank_role() override { return {true, true}; }
   void on_setup(const sdk::StrategySetup& setup) override;
   void on_begin_step(const sdk::StepContext& step) override;
   void on_unit_event(const sdk::UnitEvent& event) override;

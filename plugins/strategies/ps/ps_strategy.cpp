@@ -24,7 +24,7 @@ void PsStrategy::check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer
   answer.computing_ranks = server_computes ? facts.world_size : facts.world_size - 1;
   // A gradient computed on older parameters updates the newer ones: no longer single's run, and the
   // workers hold parameters of different ages.
-  if (async) answer.capabilities = answer.capabilities.exact(false).agreeing(false);
+  if (async) answer.capabilities = answer.capabilities.exact(false).agreeing(false).deterministic_runs(false);
 }
 
 PsStrategy::PsStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name)

@@ -47,7 +47,6 @@ class PsStrategy : public sdk::Strategy {
  protected:
   sdk::PrecisionPolicy precision_policy() override { return {amp_.compute_dtype()}; }
   double current_loss_scale() override { return amp_.loss_scale(); }
-  sdk::RankRole rank_role() override { return {computes_}; }
   void on_setup(const sdk::StrategySetup& setup) override;
   void on_begin_step(const sdk::StepContext& step) override;
   void on_end_backward() override;

@@ -37,7 +37,9 @@ inline constexpr std::uint32_t kAbiMajor = 1;
 // 1.7: StrategyAbi::load_resharded and SavedStates; StrategyCapabilities::reshards (resuming a checkpoint
 //      at another world size).
 // 1.8: Communicator::split and ::group, sdk::Group and GroupKind, kGroups (sub-communicators: `hsdp`).
-inline constexpr std::uint32_t kAbiMinor = 8;
+// 1.9: StrategyCapabilities::unit_events and ::deterministic (declared, no longer a RankRole answer or
+//      assumed); PlanAnswer::computing_ranks is the one declaration of the ranks that compute.
+inline constexpr std::uint32_t kAbiMinor = 9;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
 
 enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };

@@ -72,6 +72,15 @@ struct StrategyCapabilities {
   DeviceKinds devices = kAnyDevice;
   // ---- ABI 1.7 ----
   bool reshards = false;  // resumes from a checkpoint of another world size (Strategy::load_reshard)
+  // ---- ABI 1.9 ----
+  // Acts on model units: the host sends it unit events (UnitEvent), hold_parameters and the model's units
+  // in StrategySetup, and lends the model its unit hooks. Replaces RankRole::unit_events, which the host
+  // reads only from plugins built before 1.9.
+  bool unit_events = false;
+  // The same seed and cell give the same losses, bit for bit, run after run. An asynchronous strategy
+  // (whose updates land in the order messages arrive) declares false; the conformance kit then skips
+  // its `deterministic` property, naming the declaration. Plugins built before 1.9 count as deterministic.
+  bool deterministic = true;
 
   constexpr StrategyCapabilities ranks(std::uint32_t min, std::uint32_t max) const {
     StrategyCapabilities c = *this;
@@ -109,6 +118,16 @@ struct StrategyCapabilities {
     c.reshards = value;
     return c;
   }
+  constexpr StrategyCapabilities units(bool value = true) const {
+    StrategyCapabilities c = *this;
+    c.unit_events = value;
+    return c;
+  }
+  constexpr StrategyCapabilities deterministic_runs(bool value = true) const {
+    StrategyCapabilities c = *this;
+    c.deterministic = value;
+    return c;
+  }
 };
 
 // A cell as the planner sees it, before any process starts (and as `gradsweep train` sees it at start-up).
@@ -132,7 +151,10 @@ struct PlanAnswer {
   std::uint32_t struct_size = sizeof(PlanAnswer);
   std::string refusal;  // empty: the cell can run
   std::string about;
-  int computing_ranks = 0;  // ranks the global batch is split over; 0 = all (a server that only serves: world - 1)
+  // Ranks the global batch is split over; 0 = all (a server that only serves: world - 1). From ABI 1.9
+  // this is the one declaration of who computes: the ranks that do not are the lowest ones (0 .. world -
+  // computing_ranks - 1), and the planner, the trainer and the projection all read it from here.
+  int computing_ranks = 0;
   StrategyCapabilities capabilities;
 };
 

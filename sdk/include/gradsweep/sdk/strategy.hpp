@@ -94,12 +94,12 @@ struct StepContext {
   double lr = 0.0;        // learning rate for this step
 };
 
-// What this rank does in the job. A parameter server that does not compute sets `computes` false: the
-// trainer then runs no forward/backward there and splits each global batch over the computing ranks only.
+// What this rank does in the job, as plugins built before 1.9 said it. From 1.9 the host reads neither
+// field: who computes is PlanAnswer::computing_ranks (the lowest ranks serve), and whether the strategy
+// hears unit events is StrategyCapabilities::unit_events, both declared before anything runs.
 struct RankRole {
   bool computes = true;
-  // ABI 1.4: the strategy acts on model units: the host sends it unit events (UnitEvent), hold_parameters,
-  // and the model's units in StrategySetup, and lends the model its unit hooks. Off: none of these.
+  // ABI 1.4-1.8: the strategy acts on model units (StrategyCapabilities::unit_events from 1.9).
   bool unit_events = false;
 };
 
