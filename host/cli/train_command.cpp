@@ -1,5 +1,6 @@
 #include "cli/train_command.hpp"
 
+#include "comm/backend_registry.hpp"
 #include "comm/collective_forensics.hpp"
 #include "comm/collective_timeout.hpp"
 #include "comm/communicator_nccl.hpp"
@@ -43,25 +44,6 @@ struct JobCommunicator {
   bool launched_by_mpi;
 };
 
-int cuda_device_index(const std::string& device) {
-  const auto colon = device.find(':');
-  return colon == std::string::npos ? -1 : std::stoi(device.substr(colon + 1));
-}
-
-std::unique_ptr<HostCommunicator> make_backend(CommBackend backend, [[maybe_unused]] const CellConfig& config) {
-  switch (backend) {
-    case CommBackend::Local: return make_local_communicator();
-    case CommBackend::Mpi: return make_mpi_communicator();
-    case CommBackend::Nccl:
-#if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
-      return make_nccl_communicator(cuda_device_index(config.device));
-#else
-      break;  // choose_comm refuses nccl in a build without it
-#endif
-  }
-  throw std::logic_error(std::string("no ") + to_string(backend) + " backend in this build");
-}
-
 JobCommunicator make_job_communicator(const CellConfig& config) {
   CommRequest request;
   request.config_choice = config.comm;
@@ -74,12 +56,12 @@ JobCommunicator make_job_communicator(const CellConfig& config) {
   set_configured_comm_timeout(config.comm_timeout);
   forensics::set_configured_check(config.resolved["runtime"]["check_collectives"].as<bool>(false));
   try {
-    job.comm = make_backend(job.decision.backend, config);
+    job.comm = make_communicator(job.decision.backend, BackendOptions{config.device});
   } catch (const std::exception& e) {
     // Once MPI runs under a launcher, other ranks may be waiting for this one (the NCCL backend
     // broadcasts its unique id over MPI): end them all rather than leave them there.
     if (!job.launched_by_mpi || !mpi::active()) throw;
-    spdlog::error("creating the {} communicator failed: {}", to_string(job.decision.backend), e.what());
+    spdlog::error("creating the {} communicator failed: {}", job.decision.backend, e.what());
     spdlog::error("ending every rank of the job (MPI_Abort, exit code {})", kRankErrorExitCode);
     spdlog::default_logger()->flush();
     mpi::abort_job(kRankErrorExitCode);

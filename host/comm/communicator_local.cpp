@@ -3,7 +3,7 @@
 // is sent or received, but every call counts once, with its size S and its (tiny) time.
 #include "comm/host_communicator.hpp"
 #include "comm/host_group.hpp"
-#include "config/comm_choice.hpp"
+#include "comm/backend_features.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -87,7 +87,7 @@ class LocalCommunicator final : public HostCommunicator {
     if (sdk::Status s = parent_status("recv_any"); !s.ok) return s;
     return sdk::Status::Error("recv_any: a one-rank job has no peers");
   }
-  sdk::CommFeatures features() const noexcept override { return backend_features(CommBackend::Local, 1); }
+  sdk::CommFeatures features() const noexcept override { return local_features(); }
   // On one rank every group is this rank alone.
   sdk::Status split(int color, int, std::unique_ptr<sdk::Group>* group) noexcept override {
     if (color < 0) return sdk::Status::Error(negative_color_error(color, 0));

@@ -374,7 +374,7 @@ std::unique_ptr<HostCommunicator> make_nccl_communicator(int device_index) {
 }
 
 std::string describe_nccl_communicator(const HostCommunicator& comm) {
-  const auto* nccl = dynamic_cast<const NcclCommunicator*>(&comm);
+  const auto* nccl = dynamic_cast<const NcclCommunicator*>(&comm.transport());  // under the stack's layers
   return nccl != nullptr ? nccl->summary() : "";
 }
 

@@ -38,6 +38,10 @@ class HostCommunicator : public sdk::Communicator {
   }
   // The backend's record of its calls, for the timeline's communication spans; null when it keeps none.
   virtual const FlightRecorder* flight_recorder() { return nullptr; }
+  // The backend under any layers of comm/communicator_stack.hpp (itself for a bare backend), for what only
+  // one backend has (the MPI backend's node split, the NCCL backend's device).
+  virtual HostCommunicator& transport() { return *this; }
+  const HostCommunicator& transport() const { return const_cast<HostCommunicator*>(this)->transport(); }
 
   // A backend without sub-communicators (no kGroups in its features) refuses them by name.
   sdk::Status split(int /*color*/, int /*key*/, std::unique_ptr<sdk::Group>* /*group*/) noexcept override {
@@ -57,6 +61,9 @@ class HostCommunicator : public sdk::Communicator {
   void link_to_parent(HostCommunicator& parent, const std::string& name) {
     ledger_ = std::make_shared<CommLedger>(parent.ledger_, name);
   }
+  // A layer around `inner` (comm/communicator_layer.hpp) counts into, names and closes inner's ledger:
+  // the stack is one communicator to the trainer, whichever layer holds the counters.
+  void share_ledger_with(const HostCommunicator& inner) { ledger_ = inner.ledger_; }
 
  private:
   std::shared_ptr<CommLedger> ledger_ = std::make_shared<CommLedger>();

@@ -19,6 +19,9 @@ class HostGroup final : public sdk::Group {
   const char* name() const noexcept override { return impl_->group_name().c_str(); }
   // The backend's communicator, for its counters (take_stats) and tests.
   HostCommunicator& host() { return *impl_; }
+  // Hands the communicator over (a layer re-makes the group around it: comm/communicator_layer.hpp);
+  // this group is unusable afterwards.
+  std::unique_ptr<HostCommunicator> release() { return std::move(impl_); }
 
   int rank() const noexcept override { return impl_->rank(); }
   int size() const noexcept override { return impl_->size(); }

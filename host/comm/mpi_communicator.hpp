@@ -7,6 +7,7 @@
 #include "comm/algorithms/hierarchical.hpp"
 #include "comm/algorithms/ring.hpp"
 #include "comm/async_worker.hpp"
+#include "comm/backend_features.hpp"
 #include "comm/byte_counting.hpp"
 #include "comm/collective_forensics.hpp"
 #include "comm/collective_timeout.hpp"
@@ -14,7 +15,6 @@
 #include "comm/host_communicator.hpp"
 #include "comm/mpi_node_split.hpp"
 #include "comm/mpi_runtime.hpp"
-#include "config/comm_choice.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -72,7 +72,7 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
     return allgather_async_by(sdk::Algorithm::Native, input, output, request);
   }
   sdk::Status with_algorithm(sdk::Algorithm algorithm, sdk::Communicator** view) noexcept override;
-  sdk::CommFeatures features() const noexcept override { return backend_features(CommBackend::Mpi, size_); }
+  sdk::CommFeatures features() const noexcept override { return mpi_features(size_); }
   // Sub-communicators: MPI_Comm_split of the main communicator (communicator_mpi_groups.cpp).
   sdk::Status split(int color, int key, std::unique_ptr<sdk::Group>* group) noexcept override;
   sdk::Status group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept override;

@@ -8,7 +8,7 @@
 #include "comm/host_communicator.hpp"
 #include "comm/nccl_buffer.hpp"
 #include "comm/nccl_forensics.hpp"
-#include "config/comm_choice.hpp"
+#include "comm/backend_features.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -66,7 +66,7 @@ class NcclCommunicator final : public HostCommunicator {
         "backend: asynchronous ps needs the MPI backend (runtime.comm: mpi)");
   }
 
-  sdk::CommFeatures features() const noexcept override { return backend_features(CommBackend::Nccl, size_); }
+  sdk::CommFeatures features() const noexcept override { return nccl_features(size_); }
   // Sub-communicators: ncclCommSplit (communicator_nccl_groups.cpp).
   sdk::Status split(int color, int key, std::unique_ptr<sdk::Group>* group) noexcept override;
   sdk::Status group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept override;

@@ -13,24 +13,6 @@ bool is_comm_choice(const std::string& choice) {
   return std::find(choices.begin(), choices.end(), choice) != choices.end();
 }
 
-const char* to_string(CommBackend backend) {
-  switch (backend) {
-    case CommBackend::Local: return "local";
-    case CommBackend::Mpi: return "mpi";
-    case CommBackend::Nccl: return "nccl";
-  }
-  return "?";
-}
-
-sdk::CommFeatures backend_features(CommBackend backend, int world) {
-  constexpr sdk::CommFeatures all = sdk::kPointToPoint | sdk::kRecvAny | sdk::kRingAlgorithm |
-                                    sdk::kHierarchicalAlgorithm | sdk::kAsyncCollectives | sdk::kGroups;
-  if (backend != CommBackend::Nccl || world <= 1) return all;
-  // NCCL has no any-source receive, and gradsweep's ring and hierarchical allreduce run over MPI's
-  // point-to-point only (NCCL's own allreduce is already a ring).
-  return sdk::kPointToPoint | sdk::kAsyncCollectives | sdk::kGroups;
-}
-
 CommDecision choose_comm(const CommRequest& request) {
   const bool from_env = !request.env_choice.empty() && request.env_choice != "auto";
   if (!request.env_choice.empty() && !is_comm_choice(request.env_choice))
@@ -47,18 +29,18 @@ CommDecision choose_comm(const CommRequest& request) {
     if (!cuda)
       throw std::runtime_error(source + ": the NCCL backend moves CUDA tensors, but runtime.device is '" +
                                request.device + "'; set runtime.device: cuda, or use mpi for CPU tensors");
-    return {CommBackend::Nccl, source};
+    return {"nccl", source};
   }
-  if (choice == "mpi") return {CommBackend::Mpi, source};
-  if (choice == "local") return {CommBackend::Local, source};
+  if (choice == "mpi") return {"mpi", source};
+  if (choice == "local") return {"local", source};
 
   // auto. Every process is either under a launcher or alone (one rank): both may use NCCL on a GPU.
   const std::string why = source + ", runtime.device " + request.device + ", " +
                           (request.nccl_built ? "NCCL built in" : "built without NCCL") + ", " +
                           (request.launched_by_mpi ? "started by an MPI launcher" : "no MPI launcher");
-  if (cuda && request.nccl_built) return {CommBackend::Nccl, why};
-  if (request.launched_by_mpi) return {CommBackend::Mpi, why};
-  return {CommBackend::Local, why};
+  if (cuda && request.nccl_built) return {"nccl", why};
+  if (request.launched_by_mpi) return {"mpi", why};
+  return {"local", why};
 }
 
 }  // namespace gradsweep::host

@@ -1,14 +1,12 @@
 #pragma once
 // Which communicator backend a job gets: runtime.comm in the cell configuration, overridden by the
-// GRADSWEEP_COMM environment variable, resolved against the device, the build and the launcher. Kept
-// apart from creating the backend so that the rule can be tested on any machine.
-#include <gradsweep/sdk/capabilities.hpp>
-
+// GRADSWEEP_COMM environment variable, resolved against the device, the build and the launcher. Only the
+// choosing rule lives here, as a backend's name: what each backend offers and how it is made is the
+// registry's (comm/backend_registry.hpp), which sits above config/ and so cannot be included from here.
+// Kept apart from creating the backend so that the rule can be tested on any machine.
 #include <string>
 
 namespace gradsweep::host {
-
-enum class CommBackend { Local, Mpi, Nccl };
 
 inline constexpr const char* kCommChoices = "auto, local, mpi or nccl";
 // The same as declared choices (runtime.comm's, checked by config/option_schema's check_choice).
@@ -16,7 +14,6 @@ inline constexpr const char* kCommChoiceList = "auto|local|mpi|nccl";
 
 // One of kCommChoiceList.
 bool is_comm_choice(const std::string& choice);
-const char* to_string(CommBackend backend);
 
 struct CommRequest {
   std::string config_choice = "auto";  // runtime.comm
@@ -28,8 +25,8 @@ struct CommRequest {
 };
 
 struct CommDecision {
-  CommBackend backend;
-  std::string why;  // for the log: "runtime.comm: auto, runtime.device cuda, NCCL built in"
+  std::string backend;  // a name in comm/backend_registry.hpp: "local", "mpi" or "nccl"
+  std::string why;      // for the log: "runtime.comm: auto, runtime.device cuda, NCCL built in"
 };
 
 // auto: NCCL when the device is CUDA and NCCL is built in (under an MPI launcher, or alone as one rank);
@@ -37,10 +34,5 @@ struct CommDecision {
 // needs a build with NCCL and a CUDA device: both are errors here (std::runtime_error naming where the
 // choice came from and what to do), as is a GRADSWEEP_COMM value outside kCommChoices.
 CommDecision choose_comm(const CommRequest& request);
-
-// What a backend offers on `world` ranks (sdk::Communicator::features): what every communicator of that
-// backend answers, and what the planner tells a strategy's check_plan before the job exists. One rank
-// has no peers to address, so every algorithm is the identity there and nothing is refused.
-sdk::CommFeatures backend_features(CommBackend backend, int world);
 
 }  // namespace gradsweep::host

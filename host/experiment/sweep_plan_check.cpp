@@ -1,5 +1,6 @@
 #include "experiment/sweep_plan_check.hpp"
 
+#include "comm/backend_registry.hpp"
 #include "config/comm_choice.hpp"
 #include "config/environment.hpp"
 
@@ -23,14 +24,14 @@ std::pair<std::string, sdk::CommFeatures> planned_backend(const host::CellConfig
   request.nccl_built = true;
 #endif
   request.launched_by_mpi = world > 1;
-  host::CommBackend backend = host::CommBackend::Local;
+  std::string backend = "local";
   try {
     backend = host::choose_comm(request).backend;
   } catch (const std::exception&) {
     const std::string& named = request.env_choice.empty() ? config.comm : request.env_choice;
-    backend = named == "nccl" ? host::CommBackend::Nccl : world > 1 ? host::CommBackend::Mpi : host::CommBackend::Local;
+    backend = named == "nccl" ? "nccl" : world > 1 ? "mpi" : "local";
   }
-  return {host::to_string(backend), host::backend_features(backend, world)};
+  return {backend, host::backend_features(backend, world)};
 }
 
 }  // namespace

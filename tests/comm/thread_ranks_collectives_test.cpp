@@ -203,7 +203,7 @@ TEST(ThreadRanks, RecvAnyCollectsFromEveryRankAndSaysWhich) {
 
 // The counters follow comm/byte_counting.hpp, as the MPI backend's do.
 TEST(ThreadRanks, CountsBytesAsTheRingWouldMoveThem) {
-  run_ranks(4, [](ThreadCommunicator& comm) {
+  run_ranks(4, [](host::HostCommunicator& comm) {
     torch::Tensor t = torch::ones({1000});  // S = 4000 bytes
     sdk::collective::allreduce(comm, t);
     host::CommStats s = comm.take_stats();

@@ -120,7 +120,7 @@ TEST(ThreadRanksGroups, AsyncCallsInAGroupBesideTheParentsCalls) {
 TEST(ThreadRanksGroups, BytesCountInTheGroupAndInItsParent) {
   run_ranks(
       4,
-      [](ThreadCommunicator& comm) {
+      [](host::HostCommunicator& comm) {
         auto node = sdk::collective::group(comm, sdk::GroupKind::Node);
         host::HostCommunicator& counted = dynamic_cast<host::HostGroup&>(*node).host();
         EXPECT_EQ(comm.take_stats().calls, 0u);

@@ -12,7 +12,6 @@ namespace gradsweep {
 namespace {
 
 namespace fs = std::filesystem;
-using host::CommBackend;
 using host::CommRequest;
 
 CommRequest request(const std::string& choice, const std::string& device, bool nccl, bool launcher,
@@ -27,7 +26,7 @@ CommRequest request(const std::string& choice, const std::string& device, bool n
   return r;
 }
 
-CommBackend chosen(const CommRequest& r) { return host::choose_comm(r).backend; }
+std::string chosen(const CommRequest& r) { return host::choose_comm(r).backend; }
 
 std::string refusal(const CommRequest& r) {
   try {
@@ -39,21 +38,21 @@ std::string refusal(const CommRequest& r) {
 }
 
 TEST(CommChoice, AutoFollowsDeviceBuildAndLauncher) {
-  EXPECT_EQ(chosen(request("auto", "cpu", false, false)), CommBackend::Local);
-  EXPECT_EQ(chosen(request("auto", "cpu", true, false)), CommBackend::Local);
-  EXPECT_EQ(chosen(request("auto", "cpu", true, true)), CommBackend::Mpi);
-  EXPECT_EQ(chosen(request("auto", "cuda", false, true)), CommBackend::Mpi);
-  EXPECT_EQ(chosen(request("auto", "cuda", false, false)), CommBackend::Local);
-  EXPECT_EQ(chosen(request("auto", "cuda", true, true)), CommBackend::Nccl);
-  EXPECT_EQ(chosen(request("auto", "cuda:1", true, false)), CommBackend::Nccl);  // one rank, no launcher
+  EXPECT_EQ(chosen(request("auto", "cpu", false, false)), "local");
+  EXPECT_EQ(chosen(request("auto", "cpu", true, false)), "local");
+  EXPECT_EQ(chosen(request("auto", "cpu", true, true)), "mpi");
+  EXPECT_EQ(chosen(request("auto", "cuda", false, true)), "mpi");
+  EXPECT_EQ(chosen(request("auto", "cuda", false, false)), "local");
+  EXPECT_EQ(chosen(request("auto", "cuda", true, true)), "nccl");
+  EXPECT_EQ(chosen(request("auto", "cuda:1", true, false)), "nccl");  // one rank, no launcher
 }
 
 TEST(CommChoice, ExplicitChoiceAndEnvironmentOverride) {
-  EXPECT_EQ(chosen(request("mpi", "cpu", false, false)), CommBackend::Mpi);
-  EXPECT_EQ(chosen(request("local", "cpu", false, true)), CommBackend::Local);
-  EXPECT_EQ(chosen(request("mpi", "cpu", false, false, "local")), CommBackend::Local);
-  EXPECT_EQ(chosen(request("local", "cuda", true, true, "nccl")), CommBackend::Nccl);
-  EXPECT_EQ(chosen(request("mpi", "cpu", false, false, "auto")), CommBackend::Mpi);  // auto defers to the file
+  EXPECT_EQ(chosen(request("mpi", "cpu", false, false)), "mpi");
+  EXPECT_EQ(chosen(request("local", "cpu", false, true)), "local");
+  EXPECT_EQ(chosen(request("mpi", "cpu", false, false, "local")), "local");
+  EXPECT_EQ(chosen(request("local", "cuda", true, true, "nccl")), "nccl");
+  EXPECT_EQ(chosen(request("mpi", "cpu", false, false, "auto")), "mpi");  // auto defers to the file
   EXPECT_NE(host::choose_comm(request("local", "cpu", false, true, "mpi")).why.find("GRADSWEEP_COMM=mpi"),
             std::string::npos);
 }

@@ -2,8 +2,9 @@
 // The sdk::Communicator of one thread-rank (thread_ranks.hpp) over the in-memory RankHub: every call of
 // the SDK with the MPI backend's rules, so that code written against the SDK runs on it unchanged.
 //
-//   - the same argument checks (defined, CPU, contiguous, supported dtype, sizes, ranks, tags) with the
-//     same wording, reported as a Status naming the call;
+//   - the MPI backend's own argument checks (CPU, supported dtype, count) with the same wording; the rules
+//     every backend shares (defined, contiguous, sizes, ranks, tags, features) are the stack's argument-check
+//     layer's (comm/checked_communicator.hpp), which run_ranks puts in front of this communicator;
 //   - collectives matched by call order per rank, blocking calls and async calls in separate orders (the
 //     MPI backend runs async calls on a communicator of their own); the ranks' calls must agree on kind,
 //     algorithm, dtype, size, op and root, or every rank gets an error naming each rank's call (where MPI
@@ -24,6 +25,7 @@
 #include "comm/algorithm_view.hpp"
 #include "comm/byte_counting.hpp"
 #include "comm/host_communicator.hpp"
+#include "comm/watchdog_communicator.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -44,6 +46,11 @@ struct RanksOptions {
   sdk::CommFeatures features = kAllCommFeatures;
   // A rank that waits this long inside one call ends the run (a safety net: deadlocks end at once).
   std::chrono::milliseconds timeout{30000};
+  // The stack's hang layer (comm/watchdog_communicator.hpp): a call still running after this many seconds
+  // is reported to on_hang (by rank, call and sequence number); 0 leaves it off, and the hub's own
+  // deadlock detection and `timeout` above end a stuck run.
+  double watchdog_seconds = 0;
+  host::HangHandler on_hang = host::end_process_on_hang;
 };
 
 // Which ranks a communicator has: its hub context and its members' world ranks, in its rank order.
@@ -114,9 +121,6 @@ class ThreadCommunicator final : public host::HostCommunicator, private host::Al
                            const torch::Tensor& output, sdk::ReduceOp op, const std::string& call) const;
   CollectiveCall gather(sdk::Algorithm algorithm, const torch::Tensor& input, const torch::Tensor& output,
                         const std::string& call) const;
-  void check_peer(int peer, const std::string& call, const char* role) const;
-  void check_tag(int tag, const std::string& call) const;
-  void require(sdk::CommFeatures feature, const std::string& call) const;
   Message received(const std::string& call, int source, int tag, const torch::Tensor& tensor);
   int node_of(int world_rank) const { return world_rank / per_node_; }
   std::unique_ptr<sdk::Group> make_group(int color, int key, const std::string& name, const std::string& call);

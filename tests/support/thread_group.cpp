@@ -12,17 +12,13 @@
 namespace gradsweep::test {
 
 sdk::Status ThreadCommunicator::split(int color, int key, std::unique_ptr<sdk::Group>* group) noexcept {
-  return sdk::guard([&] {
-    if (group == nullptr) throw std::invalid_argument("split: group is null");
-    *group = make_group(color, key, host::split_name(color), "split");
-  });
+  return sdk::guard([&] { *group = make_group(color, key, host::split_name(color), "split"); });
 }
 
 // Node: the ranks of this rank's node, in this communicator's order. AcrossNodes: the ranks with this
 // local rank, one per node, in node order.
 sdk::Status ThreadCommunicator::group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept {
   return sdk::guard([&] {
-    if (group == nullptr) throw std::invalid_argument("group: group is null");
     const std::string name = host::group_kind_name(kind);  // throws for an unknown kind
     const bool node = kind == sdk::GroupKind::Node;
     *group = make_group(node ? node_of(world_rank_) : local_rank_, node ? rank_ : node_of(world_rank_), name,
@@ -36,7 +32,6 @@ sdk::Status ThreadCommunicator::group(sdk::GroupKind kind, std::unique_ptr<sdk::
 // not the strategy's traffic.
 std::unique_ptr<sdk::Group> ThreadCommunicator::make_group(int color, int key, const std::string& name,
                                                            const std::string& call) {
-  require(sdk::kGroups, call);
   torch::Tensor table = torch::empty({size_, 2}, torch::kLong);
   CollectiveCall exchange =
       gather(sdk::Algorithm::Native, torch::tensor({std::int64_t{color}, std::int64_t{key}}), table, call);

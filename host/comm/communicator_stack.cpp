@@ -1,0 +1,23 @@
+#include "comm/communicator_stack.hpp"
+
+#include "comm/checked_communicator.hpp"
+#include "comm/collective_timeout.hpp"
+
+namespace gradsweep::host {
+namespace {
+// A rank that waits this long inside one call is taken to be hung (the MPI backend's default too).
+constexpr double kDefaultTimeoutSeconds = 600.0;
+}  // namespace
+
+std::unique_ptr<HostCommunicator> wrap_communicator(std::unique_ptr<HostCommunicator> backend,
+                                                    const StackOptions& options) {
+  std::unique_ptr<HostCommunicator> stack = std::move(backend);
+  if (!options.built_in.watchdog) {
+    const double limit =
+        options.timeout_seconds >= 0 ? options.timeout_seconds : comm_timeout_seconds(kDefaultTimeoutSeconds);
+    stack = std::make_unique<WatchdogCommunicator>(std::move(stack), limit, options.on_hang);
+  }
+  return std::make_unique<CheckedCommunicator>(std::move(stack));
+}
+
+}  // namespace gradsweep::host

@@ -1,0 +1,36 @@
+#pragma once
+// The communicator stack: one function that wraps any backend in the same layers, in the same order, so
+// that every backend (local, MPI, NCCL, the tests' thread-ranks) gets the same checks and the same hang
+// verdicts (docs/communicators.md#the-communicator-stack):
+//
+//   CheckedCommunicator     argument checks, before anything is numbered, watched or sent
+//   WatchdogCommunicator    each call numbered and watched; one past the deadline named by rank, call, number
+//   the backend             a transport: it moves the data and counts its bytes and time
+//
+// A backend that carries a layer inside it (BuiltInLayers: the MPI and NCCL backends watch their own calls
+// and keep their flight recorders) does not get that layer again, so that nothing is reported twice.
+#include "comm/host_communicator.hpp"
+#include "comm/watchdog_communicator.hpp"
+
+#include <memory>
+
+namespace gradsweep::host {
+
+// Which of the stack's layers a backend already carries inside.
+struct BuiltInLayers {
+  bool watchdog = false;  // its own stuck-call watchdog and hang verdict (MPI, NCCL)
+};
+
+struct StackOptions {
+  BuiltInLayers built_in;
+  // The collective deadline; < 0: comm_timeout_seconds(600) (GRADSWEEP_COMM_TIMEOUT, runtime.comm_timeout).
+  double timeout_seconds = -1;
+  HangHandler on_hang = end_process_on_hang;
+};
+
+// `backend` inside the stack's layers; the result's take_stats(), flight_recorder() and groups are the
+// backend's, and transport() is `backend` itself.
+std::unique_ptr<HostCommunicator> wrap_communicator(std::unique_ptr<HostCommunicator> backend,
+                                                    const StackOptions& options = {});
+
+}  // namespace gradsweep::host

@@ -1,0 +1,226 @@
+#include "comm/watchdog_communicator.hpp"
+
+#include "comm/collective_forensics.hpp"
+#include "comm/dtype_name.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace gradsweep::host {
+namespace {
+
+// The exit code of a hung job, as the MPI backend's watchdog ends one (communicator_mpi.cpp).
+constexpr int kTimeoutExitCode = 3;
+
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out.precision(3);
+  out << s << " s";
+  return out.str();
+}
+
+}  // namespace
+
+std::string HangReport::message() const {
+  return "rank " + std::to_string(rank) + " of " + std::to_string(size) + (group.empty() ? "" : " in group " + group) +
+         ": " + call + " #" + std::to_string(seq) + " (" + what + ") did not finish within " +
+         seconds_text(limit_seconds) + " (waited " + seconds_text(waited_seconds) + ")";
+}
+
+void end_process_on_hang(const HangReport& report) {
+  const std::string message = "hang: " + report.message();
+  spdlog::error("{}", message);
+  forensics::write_verdict("hang", report.call + " #" + std::to_string(report.seq), message);
+  spdlog::default_logger()->flush();
+  std::fflush(nullptr);
+  std::_Exit(kTimeoutExitCode);
+}
+
+// The calls in flight by key ("allreduce #3"), so that the watchdog's one-line description becomes a
+// whole report when it fires.
+struct WatchdogCommunicator::Watch {
+  Watch(double limit, HangHandler handler, std::string group_name)
+      : limit_seconds(limit), on_hang(std::move(handler)), group(std::move(group_name)) {
+    timeout = std::make_unique<CollectiveTimeout>(std::chrono::duration<double>(limit_seconds),
+                                                  [this](const std::string& key, double waited) {
+                                                    HangReport found;
+                                                    {
+                                                      const std::lock_guard<std::mutex> lock(mutex);
+                                                      const auto it = in_flight.find(key);
+                                                      if (it == in_flight.end()) return;
+                                                      found = it->second;
+                                                    }
+                                                    found.waited_seconds = waited;
+                                                    found.limit_seconds = limit_seconds;
+                                                    on_hang(found);
+                                                  });
+  }
+
+  // One call in flight, from its start to its end (for an async call: its request's completion).
+  class Tracked {
+   public:
+    Tracked(Watch& watch, HangReport report) : watch_(watch), key_(report.call + " #" + std::to_string(report.seq)) {
+      {
+        const std::lock_guard<std::mutex> lock(watch_.mutex);
+        watch_.in_flight[key_] = std::move(report);
+      }
+      scope_ = std::make_unique<CollectiveTimeout::Scope>(*watch_.timeout, key_);
+    }
+    ~Tracked() {
+      scope_.reset();
+      const std::lock_guard<std::mutex> lock(watch_.mutex);
+      watch_.in_flight.erase(key_);
+    }
+    Tracked(const Tracked&) = delete;
+    Tracked& operator=(const Tracked&) = delete;
+
+   private:
+    Watch& watch_;
+    const std::string key_;
+    std::unique_ptr<CollectiveTimeout::Scope> scope_;
+  };
+
+  const double limit_seconds;
+  const HangHandler on_hang;
+  const std::string group;
+  std::atomic<std::uint64_t> collectives{0}, point_to_point{0};
+  std::mutex mutex;
+  std::map<std::string, HangReport> in_flight;  // guarded by mutex
+  // Last: its thread reads the members above until it is joined.
+  std::unique_ptr<CollectiveTimeout> timeout;
+};
+
+namespace {
+
+// An async call's request, watched until it completes; the watch (and the communicator's sequences)
+// stay alive with it.
+class WatchedRequest final : public sdk::Request {
+ public:
+  // `tracked` ends the watch of the call; `keep` is the watch it is in.
+  WatchedRequest(std::unique_ptr<sdk::Request> inner, std::shared_ptr<void> keep, std::shared_ptr<void> tracked)
+      : inner_(std::move(inner)), keep_(std::move(keep)), tracked_(std::move(tracked)) {}
+  ~WatchedRequest() override {
+    inner_.reset();  // completes the call (the backends' rule), still watched
+    tracked_.reset();
+  }
+  sdk::Status wait() noexcept override {
+    const sdk::Status status = inner_ ? inner_->wait() : sdk::Status::Ok();
+    tracked_.reset();
+    return status;
+  }
+
+ private:
+  std::unique_ptr<sdk::Request> inner_;
+  std::shared_ptr<void> keep_;
+  std::shared_ptr<void> tracked_;
+};
+
+}  // namespace
+
+WatchdogCommunicator::WatchdogCommunicator(std::unique_ptr<HostCommunicator> next, double limit_seconds,
+                                           HangHandler on_hang)
+    : CommunicatorLayer(std::move(next)) {
+  watch_ = std::make_shared<Watch>(limit_seconds, std::move(on_hang), group_name());
+}
+
+WatchdogCommunicator::WatchdogCommunicator(sdk::Communicator& view, sdk::Algorithm algorithm,
+                                           WatchdogCommunicator& owner)
+    : CommunicatorLayer(view, algorithm, owner), watch_(owner.watch_) {}
+
+std::unique_ptr<CommunicatorLayer> WatchdogCommunicator::over_group(std::unique_ptr<HostCommunicator> group) {
+  return std::make_unique<WatchdogCommunicator>(std::move(group), watch_->limit_seconds, watch_->on_hang);
+}
+
+HangReport WatchdogCommunicator::report(const std::string& call, std::uint64_t seq, const torch::Tensor& t) const {
+  HangReport r;
+  r.rank = rank();
+  r.size = size();
+  r.group = watch_->group;
+  r.call = call;
+  r.seq = seq;
+  r.what = t.defined() ? call + " of " + std::to_string(t.numel()) + " " + dtype_name(t.scalar_type()) + " (" +
+                             std::to_string(t.numel() * t.element_size()) + " bytes)"
+                       : call;
+  return r;
+}
+
+template <class Body>
+sdk::Status WatchdogCommunicator::watched(const std::string& call, bool collective, const torch::Tensor& tensor,
+                                          Body&& body) noexcept {
+  const std::uint64_t seq = ++(collective ? watch_->collectives : watch_->point_to_point);
+  std::unique_ptr<Watch::Tracked> tracked;
+  if (sdk::Status s =
+          sdk::guard([&] { tracked = std::make_unique<Watch::Tracked>(*watch_, report(call, seq, tensor)); });
+      !s.ok)
+    return s;
+  return body();
+}
+
+template <class Body>
+sdk::Status WatchdogCommunicator::watched_async(const std::string& call, const torch::Tensor& tensor,
+                                                std::unique_ptr<sdk::Request>* request, Body&& body) noexcept {
+  const std::uint64_t seq = ++watch_->collectives;
+  std::shared_ptr<Watch::Tracked> tracked;
+  if (sdk::Status s =
+          sdk::guard([&] { tracked = std::make_shared<Watch::Tracked>(*watch_, report(call, seq, tensor)); });
+      !s.ok)
+    return s;
+  const sdk::Status status = body();
+  if (!status.ok || request == nullptr || !*request) return status;
+  return sdk::guard(
+      [&] { *request = std::make_unique<WatchedRequest>(std::move(*request), watch_, std::move(tracked)); });
+}
+
+namespace {
+std::string on_view(sdk::Algorithm algorithm, const char* call) { return algorithm_prefix(algorithm) + call; }
+}  // namespace
+
+sdk::Status WatchdogCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
+  return watched(on_view(algorithm(), "allreduce"), true, tensor, [&] { return next().allreduce(tensor, op); });
+}
+sdk::Status WatchdogCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept {
+  return watched("broadcast", true, tensor, [&] { return next().broadcast(tensor, root); });
+}
+sdk::Status WatchdogCommunicator::allgather(const torch::Tensor& input, torch::Tensor& output) noexcept {
+  return watched(on_view(algorithm(), "allgather"), true, input, [&] { return next().allgather(input, output); });
+}
+sdk::Status WatchdogCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
+                                                 sdk::ReduceOp op) noexcept {
+  return watched(on_view(algorithm(), "reduce_scatter"), true, input,
+                 [&] { return next().reduce_scatter(input, output, op); });
+}
+sdk::Status WatchdogCommunicator::barrier() noexcept {
+  return watched("barrier", true, torch::Tensor(), [&] { return next().barrier(); });
+}
+sdk::Status WatchdogCommunicator::send(const torch::Tensor& tensor, int dst, int tag) noexcept {
+  return watched("send to rank " + std::to_string(dst), false, tensor, [&] { return next().send(tensor, dst, tag); });
+}
+sdk::Status WatchdogCommunicator::recv(torch::Tensor& tensor, int src, int tag) noexcept {
+  return watched("recv from rank " + std::to_string(src), false, tensor, [&] { return next().recv(tensor, src, tag); });
+}
+sdk::Status WatchdogCommunicator::recv_any(torch::Tensor& tensor, int tag, int* source) noexcept {
+  return watched("recv_any", false, tensor, [&] { return next().recv_any(tensor, tag, source); });
+}
+sdk::Status WatchdogCommunicator::allreduce_async(torch::Tensor& tensor, sdk::ReduceOp op,
+                                                  std::unique_ptr<sdk::Request>* request) noexcept {
+  return watched_async(on_view(algorithm(), "allreduce_async"), tensor, request,
+                       [&] { return next().allreduce_async(tensor, op, request); });
+}
+sdk::Status WatchdogCommunicator::reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output,
+                                                       sdk::ReduceOp op,
+                                                       std::unique_ptr<sdk::Request>* request) noexcept {
+  return watched_async(on_view(algorithm(), "reduce_scatter_async"), input, request,
+                       [&] { return next().reduce_scatter_async(input, output, op, request); });
+}
+sdk::Status WatchdogCommunicator::allgather_async(const torch::Tensor& input, torch::Tensor& output,
+                                                  std::unique_ptr<sdk::Request>* request) noexcept {
+  return watched_async(on_view(algorithm(), "allgather_async"), input, request,
+                       [&] { return next().allgather_async(input, output, request); });
+}
+
+}  // namespace gradsweep::host
