@@ -2,7 +2,7 @@
 #include "cli/bench_comm_command.hpp"
 #include "cli/export_command.hpp"
 #include "cli/check_command.hpp"
-#include "cli/cluster_command.hpp"
+#include "cli/cluster_forward.hpp"
 #include "cli/plan_command.hpp"
 #include "cli/plugins_command.hpp"
 #include "cli/prepare_command.hpp"
@@ -40,9 +40,9 @@ int main(int argc, char** argv) {
   gradsweep::host::register_plugins_command(app);
   gradsweep::cli::register_prepare_command(app);
   gradsweep::host::register_bench_comm_command(app);
-  gradsweep::host::register_trace_command(app);   // docs/results.md, "Trace"
-  gradsweep::host::register_export_command(app);  // docs/models.md, "Export"
-  gradsweep::cli::register_cluster_command(app);  // docs/cluster.md
+  gradsweep::host::register_trace_command(app);               // docs/results.md, "Trace"
+  gradsweep::host::register_export_command(app);              // docs/models.md, "Export"
+  gradsweep::cli::register_cluster_command(app, argc, argv);  // gradsweep-cluster's (docs/cluster.md)
   // Sweeps (docs/experiments.md).
   gradsweep::cli::register_plan_command(app);
   gradsweep::cli::register_run_command(app);

@@ -1,182 +1,87 @@
 #include "cli/cluster_command.hpp"
 
-#include "cluster/bandwidth.hpp"
-#include "cluster/cluster_exec.hpp"
-#include "cluster/cluster_lifecycle.hpp"
-#include "cluster/cluster_link.hpp"
-#include "cluster/cluster_lock.hpp"
-#include "cluster/cluster_network.hpp"
-#include "cluster/cluster_spec.hpp"
-#include "cluster/cluster_sweeper.hpp"
-#include "cluster/mpi_access.hpp"
-#include "cluster/system_command.hpp"
-#include "cluster/time_dilation.hpp"
-
-#include <cstdio>
-#include <cstdlib>
-#include <iostream>
 #include <memory>
-#include <string>
-#include <vector>
 
 namespace gradsweep::cli {
 namespace {
 
-using namespace gradsweep::cluster;
+// A subcommand that is not in `gradsweep cluster --help` nor in docs/reference: for programs (the sweep's
+// launcher), documented in docs/cluster.md.
+void hide(CLI::App* command) { command->group(""); }
 
-struct UpArgs {
-  std::string name, bandwidth, dilation = "1";
-  int nodes = 0, ranks_per_node = 1;
-};
-
-std::string shell_line(const std::vector<std::string>& args) {
-  std::string line;
-  for (const std::string& a : args) line += (line.empty() ? "" : " ") + a;
-  return line;
+void add_up(CLI::App& cluster, const std::shared_ptr<ClusterArgs>& a, const ClusterHandler& handler) {
+  CLI::App* up = cluster.add_subcommand("up", "Make N nodes (network namespaces) joined by shaped links");
+  up->add_option("--nodes", a->nodes, "Number of nodes (1 to 64)")->required();
+  up->add_option("--ranks-per-node", a->ranks_per_node, "MPI slots per node")->capture_default_str();
+  up->add_option("--link-bandwidth", a->bandwidth, "Each node's link rate, both ways: 100mbit, 1Gbit, 10Gbit")
+      ->required();
+  up->add_option("--name", a->name, "Cluster name, 1-7 of [a-z0-9] (default: the first free c0, c1, ...)");
+  up->add_option("--dilation", a->dilation,
+                 "Time-dilation factor F >= 1 (links shaped at rate / F), or auto to measure it")
+      ->capture_default_str();
+  // The sweep's: the resolved cluster as JSON, owned by the process that holds the lock file (cluster_owner.hpp),
+  // with where its dilation came from when the sweep decided it.
+  up->add_flag("--json", a->json, "Print the cluster and its mpirun arguments as JSON")->group("");
+  up->add_option("--owner-lock", a->owner_lock, "A file its owner holds locked (flock)")->group("");
+  up->add_option("--dilation-source", a->dilation_source, "Where the dilation came from")->group("");
+  up->callback([a, handler] { handler("up", *a); });
 }
 
-std::string describe(const ClusterSpec& s) {
-  char dilation[64];
-  std::snprintf(dilation, sizeof dilation, "%.3g", s.dilation);
-  return s.name + ": " + std::to_string(s.nodes) + " node(s) x " + std::to_string(s.ranks_per_node) +
-         " rank(s), link " + format_bandwidth(s.link_bits_per_second) + ", dilation " + dilation + " (" +
-         s.dilation_source + ") -> shaped at " + format_bandwidth(s.shaped_bits_per_second()) + ", subnet " +
-         s.subnet();
+void add_link(CLI::App& cluster, const std::shared_ptr<ClusterArgs>& a, const ClusterHandler& handler) {
+  CLI::App* link = cluster.add_subcommand(
+      "link", "Fault one node's link while jobs run: gradsweep cluster link NAME NODE down|up|shape RATE");
+  link->add_option("name", a->name, "Cluster name")->required();
+  link->add_option("node", a->node, "Node index, 0 to nodes-1")->required();
+  link->add_option("action", a->action,
+                   "down (cut: its switch port goes dark), up (restore), shape (re-shape both directions)")
+      ->required();
+  link->add_option("rate", a->rate, "With shape: the node's new link rate, as --link-bandwidth (10Mbit)");
+  link->callback([a, handler] { handler("link", *a); });
 }
 
-void up(const UpArgs& a) {
-  ClusterSpec spec;
-  spec.name = a.name;
-  spec.nodes = a.nodes;
-  spec.ranks_per_node = a.ranks_per_node;
-  spec.link_bits_per_second = parse_bandwidth(a.bandwidth, "--link-bandwidth");
-  spec.dilation = parse_dilation(a.dilation);
-  if (!spec.name.empty()) validate_name(spec.name);
-  if (spec.dilation == 0.0) spec.dilation = 1.0;  // checked as 1 first: a bad spec fails before measuring
-  ClusterSpec check = spec;
-  if (check.name.empty()) check.name = "c";
-  validate(check);
-  require_network_admin("cluster up");
-  if (a.dilation == "auto") {
-    spec.dilation = measure_dilation(spec.nodes, spec.ranks_per_node);
-    spec.dilation_source = "measured";
-  }
-  spec = bring_up(spec);
-  std::cout << "cluster " << describe(spec) << "\n"
-            << "state: " << state_dir(spec.name).string() << "/cluster.json\n"
-            << "run on it:  gradsweep cluster exec " << spec.name << " -- mpirun -np "
-            << spec.nodes * spec.ranks_per_node << " ...\n"
-            << "or:         mpirun " << shell_line(mpirun_arguments(spec)) << " -np "
-            << spec.nodes * spec.ranks_per_node << " ...\n"
-            << "remove it:  gradsweep cluster down " << spec.name << std::endl;
-}
+// What a sweep asks besides `up` and `down` (launcher_emulated.hpp), hidden: whether clusters can be made here,
+// and the state of a cluster's links.
+void add_sweep_queries(CLI::App& cluster, const std::shared_ptr<ClusterArgs>& a, const ClusterHandler& handler) {
+  CLI::App* check = cluster.add_subcommand("check", "Exit 0 if this process may make clusters, else say why");
+  check->add_option("--for", a->check_for, "The action the message names");
+  check->callback([a, handler] { handler("check", *a); });
+  hide(check);
 
-struct LinkArgs {
-  std::string name, action, rate;
-  int node = -1;
-};
-
-void link(const LinkArgs& a) {
-  const ClusterSpec spec = load_cluster(a.name);
-  check_node(spec, a.node);
-  const LinkChange change = parse_link_change(a.action, a.rate);
-  set_node_link(spec, a.node, change);
-  std::string what = a.action;
-  if (change.kind == LinkChange::Kind::Shape) {
-    ClusterSpec at = spec;
-    at.link_bits_per_second = change.bits_per_second;
-    char dilation[64];
-    std::snprintf(dilation, sizeof dilation, "%.3g", spec.dilation);
-    what = "shaped to " + format_bandwidth(change.bits_per_second) + " (on the wire " +
-           format_bandwidth(at.shaped_bits_per_second()) + ", dilation " + dilation + ")";
-  }
-  std::cout << "cluster " << spec.name << ": node " << a.node << " (" << spec.node_name(a.node) << ") link " << what
-            << std::endl;
-}
-
-void list(bool clean) {
-  std::vector<std::string> leftovers;
-  if (clean) {
-    require_network_admin("cluster list --clean");
-    ClusterLock lock;
-    leftovers = sweep_leftovers();
-    for (const std::string& n : leftovers) std::cout << "removed the leftovers of cluster " << n << "\n";
-  }
-  const std::vector<std::string> names = clusters_up();
-  if (names.empty()) std::cout << "no cluster is up\n";
-  for (const std::string& n : names) {
-    const std::string links = describe_node_links(n);
-    std::cout << describe(load_cluster(n)) << (links.empty() ? "" : "; " + links) << "\n";
-  }
-  if (!clean && find_on_path("ip").size() > 0) {
-    for (const std::string& n : find_leftovers())
-      std::cout << n << ": leftovers of a cluster that did not finish coming up or going down, or of a killed sweep; "
-                << "`gradsweep cluster list --clean` removes them\n";
-  }
-  std::cout << std::flush;
+  CLI::App* links = cluster.add_subcommand("link-state", "Each node's link: down or up, bytes both ways, as JSON");
+  links->add_option("name", a->name, "Cluster name")->required();
+  links->callback([a, handler] { handler("link-state", *a); });
+  hide(links);
 }
 
 }  // namespace
 
-void register_cluster_command(CLI::App& app) {
-  CLI::App* cluster = app.add_subcommand("cluster", "An emulated multi-node cluster on this machine (needs root)");
-  cluster->require_subcommand(1);
+void add_cluster_subcommands(CLI::App& cluster, const ClusterHandler& handler) {
+  // One set of arguments for all: CLI11 runs only the callback of the subcommand given.
+  auto a = std::make_shared<ClusterArgs>();
+  add_up(cluster, a, handler);
 
-  auto up_args = std::make_shared<UpArgs>();
-  CLI::App* up_cmd = cluster->add_subcommand("up", "Make N nodes (network namespaces) joined by shaped links");
-  up_cmd->add_option("--nodes", up_args->nodes, "Number of nodes (1 to 64)")->required();
-  up_cmd->add_option("--ranks-per-node", up_args->ranks_per_node, "MPI slots per node")->capture_default_str();
-  up_cmd->add_option("--link-bandwidth", up_args->bandwidth, "Each node's link rate, both ways: 100mbit, 1Gbit, 10Gbit")
-      ->required();
-  up_cmd->add_option("--name", up_args->name, "Cluster name, 1-7 of [a-z0-9] (default: the first free c0, c1, ...)");
-  up_cmd
-      ->add_option("--dilation", up_args->dilation,
-                   "Time-dilation factor F >= 1 (links shaped at rate / F), or auto to measure it")
-      ->capture_default_str();
-  up_cmd->callback([up_args] { up(*up_args); });
+  CLI::App* down = cluster.add_subcommand("down", "Remove a cluster and everything it made");
+  down->add_option("name", a->name, "Cluster name")->required();
+  down->callback([a, handler] { handler("down", *a); });
 
-  auto down_name = std::make_shared<std::string>();
-  CLI::App* down_cmd = cluster->add_subcommand("down", "Remove a cluster and everything it made");
-  down_cmd->add_option("name", *down_name, "Cluster name")->required();
-  down_cmd->callback([down_name] {
-    bring_down(*down_name);
-    std::cout << "cluster " << *down_name << " removed" << std::endl;
-  });
+  CLI::App* list = cluster.add_subcommand("list", "Clusters that are up, and leftovers of killed ones");
+  list->add_flag("--clean", a->clean, "Remove the leftovers of clusters whose `up` or `down` was killed");
+  list->callback([a, handler] { handler("list", *a); });
 
-  auto clean = std::make_shared<bool>(false);
-  CLI::App* list_cmd = cluster->add_subcommand("list", "Clusters that are up, and leftovers of killed ones");
-  list_cmd->add_flag("--clean", *clean, "Remove the leftovers of clusters whose `up` or `down` was killed");
-  list_cmd->callback([clean] { list(*clean); });
+  add_link(cluster, a, handler);
 
-  auto link_args = std::make_shared<LinkArgs>();
-  CLI::App* link_cmd = cluster->add_subcommand(
-      "link", "Fault one node's link while jobs run: gradsweep cluster link NAME NODE down|up|shape RATE");
-  link_cmd->add_option("name", link_args->name, "Cluster name")->required();
-  link_cmd->add_option("node", link_args->node, "Node index, 0 to nodes-1")->required();
-  link_cmd
-      ->add_option("action", link_args->action,
-                   "down (cut: its switch port goes dark), up (restore), shape (re-shape both directions)")
-      ->required();
-  link_cmd->add_option("rate", link_args->rate, "With shape: the node's new link rate, as --link-bandwidth (10Mbit)");
-  link_cmd->callback([link_args] { link(*link_args); });
+  CLI::App* args = cluster.add_subcommand("args", "Print the mpirun arguments that put a job on a cluster");
+  args->add_option("name", a->name, "Cluster name")->required();
+  args->callback([a, handler] { handler("args", *a); });
 
-  auto args_name = std::make_shared<std::string>();
-  CLI::App* args_cmd = cluster->add_subcommand("args", "Print the mpirun arguments that put a job on a cluster");
-  args_cmd->add_option("name", *args_name, "Cluster name")->required();
-  args_cmd->callback([args_name] { std::cout << shell_line(mpirun_arguments(load_cluster(*args_name))) << std::endl; });
-
-  auto exec_name = std::make_shared<std::string>();
-  auto command = std::make_shared<std::vector<std::string>>();
-  CLI::App* exec_cmd = cluster->add_subcommand(
+  CLI::App* exec = cluster.add_subcommand(
       "exec",
       "Run a command (e.g. mpirun -np N ...) with the cluster's MPI settings: gradsweep cluster exec NAME -- CMD");
-  exec_cmd->add_option("name", *exec_name, "Cluster name")->required();
-  exec_cmd->add_option("command", *command, "The command, after --")->required();
-  exec_cmd->callback([exec_name, command] {
-    const ClusterSpec spec = load_cluster(*exec_name);
-    require_network_admin("cluster exec");  // the agent enters the nodes' namespaces
-    std::exit(exec_on_cluster(spec, *command));
-  });
+  exec->add_option("name", a->name, "Cluster name")->required();
+  exec->add_option("command", a->command, "The command, after --")->required();
+  exec->callback([a, handler] { handler("exec", *a); });
+
+  add_sweep_queries(cluster, a, handler);
 }
 
 }  // namespace gradsweep::cli

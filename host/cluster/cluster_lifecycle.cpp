@@ -39,7 +39,7 @@ int free_subnet() {
 
 }  // namespace
 
-ClusterSpec bring_up(ClusterSpec spec, std::unique_ptr<OwnerLock>* owner) {
+ClusterSpec bring_up(ClusterSpec spec, std::unique_ptr<OwnerLock>* owner, const fs::path& owner_lock_file) {
   require_network_admin("cluster up");
   if (!spec.name.empty()) validate_name(spec.name);
   ClusterLock lock;
@@ -53,6 +53,7 @@ ClusterSpec bring_up(ClusterSpec spec, std::unique_ptr<OwnerLock>* owner) {
   fs::create_directories(state_dir(spec.name));
   try {
     if (owner != nullptr) *owner = std::make_unique<OwnerLock>(spec.name);
+    if (!owner_lock_file.empty()) record_owner(spec.name, owner_lock_file);
     create_network(spec);
     write_mpi_access(spec);
     util::write_file_atomically(state_dir(spec.name) / "cluster.json", to_json(spec).dump(2) + "\n");

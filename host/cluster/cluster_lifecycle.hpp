@@ -6,6 +6,7 @@
 #include "cluster/cluster_owner.hpp"
 #include "cluster/cluster_spec.hpp"
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,7 +18,10 @@ namespace gradsweep::cluster {
 // killed clusters first. On failure nothing of it is left and the error says what failed.
 // With `owner`, the cluster belongs to this process (cluster_owner.hpp): *owner holds its owner.lock from
 // before the cluster is complete, and once it is released (or the process dies) the cluster is a leftover.
-ClusterSpec bring_up(ClusterSpec spec, std::unique_ptr<OwnerLock>* owner = nullptr);
+// With `owner_lock_file` (gradsweep-cluster's `up --owner-lock PATH`), the cluster belongs to the process that
+// holds that file locked instead (record_owner), from before the cluster is complete.
+ClusterSpec bring_up(ClusterSpec spec, std::unique_ptr<OwnerLock>* owner = nullptr,
+                     const std::filesystem::path& owner_lock_file = {});
 
 // Removes the cluster `name` (a complete one or a leftover). Throws if there is nothing of that name, or
 // if something would not go.

@@ -52,6 +52,7 @@ std::vector<std::string> remove_cluster(const std::string& name) {
   } catch (const std::exception& e) {
     problems.push_back(e.what());
   }
+  forget_owner(name);
   std::error_code ec;
   fs::remove_all(state_dir(name), ec);
   if (ec) problems.push_back(state_dir(name).string() + ": " + ec.message());

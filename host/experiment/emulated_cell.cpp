@@ -1,11 +1,11 @@
 #include "experiment/emulated_cell.hpp"
 
+#include "experiment/cluster_tool.hpp"
 #include "experiment/launcher_options.hpp"
 #include "experiment/sweep_matrix.hpp"
 
 #include "cluster/bandwidth.hpp"
 #include "cluster/cluster_spec.hpp"
-#include "cluster/system_command.hpp"
 #include "cluster/time_dilation.hpp"
 #include "config/option_schema.hpp"
 
@@ -22,12 +22,13 @@ std::string without_key(const std::string& message, const std::string& key) {
   return message.rfind(key + ": ", 0) == 0 ? message.substr(key.size() + 2) : message;
 }
 
-// What stops this machine making clusters (no root, no ip/tc/unshare), asked once per process: a sweep
-// of thousands of cells asks for every one.
+// What stops this machine making clusters (no root, no ip/tc/unshare, no gradsweep-cluster), asked of
+// gradsweep-cluster (the process that would make them) once per process: a sweep of thousands of cells asks
+// for every one.
 const std::string& network_admin_problem() {
   static const std::string problem = [] {
     try {
-      cluster::require_network_admin("launcher.name: emulated");
+      run_cluster_tool({"check", "--for", "launcher.name: emulated"});
       return std::string();
     } catch (const std::exception& e) {
       return std::string(e.what());

@@ -1,14 +1,14 @@
 #include "experiment/launcher_emulated.hpp"
 
+#include "experiment/cluster_tool.hpp"
 #include "experiment/launcher_local.hpp"
 
 #include "cluster/bandwidth.hpp"
-#include "cluster/cluster_lifecycle.hpp"
-#include "cluster/mpi_access.hpp"
 #include "cluster/time_dilation.hpp"
 #include "util/atomic_file.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -35,12 +35,33 @@ CellCluster::CellCluster(const runs::PlannedCell& cell) {
     probe_ = spec_.dilation;
   }
   try {
-    spec_ = cluster::bring_up(spec_, &owner_);
+    bring_up();
   } catch (const std::exception& e) {
+    owner_.reset();
     throw std::runtime_error(std::string("emulated cluster: ") + e.what());
   }
   up_ = true;
-  links_at_start_ = cluster::link_bytes(spec_);
+  links_at_start_ = link_bytes();
+}
+
+void CellCluster::bring_up() {
+  // Owned by this process before gradsweep-cluster makes it: a cluster of a sweep that dies is a leftover.
+  owner_ = std::make_unique<cluster::OwnerLockFile>();
+  char dilation[64];
+  std::snprintf(dilation, sizeof dilation, "%.17g", spec_.dilation);
+  const nlohmann::json reply = run_cluster_tool_json(
+      {"up", "--json", "--nodes", std::to_string(spec_.nodes), "--ranks-per-node", std::to_string(spec_.ranks_per_node),
+       "--link-bandwidth", std::to_string(spec_.link_bits_per_second) + "bit", "--dilation", dilation,
+       "--dilation-source", spec_.dilation_source, "--owner-lock", owner_->path().string()});
+  try {
+    spec_ = cluster::spec_from_json(reply.at("cluster"));
+    mpirun_arguments_ = reply.at("mpirun_arguments").get<std::vector<std::string>>();
+  } catch (const std::exception& e) {
+    // Up, but not as we can use it: it goes down again (the destructor does not run for a throwing constructor).
+    std::string name = reply.contains("cluster") ? reply["cluster"].value("name", "") : "";
+    if (!name.empty()) run_cluster_tool({"down", name});
+    throw std::runtime_error("gradsweep-cluster up replied " + reply.dump() + ": " + e.what());
+  }
 }
 
 CellCluster::~CellCluster() {
@@ -53,12 +74,35 @@ std::string CellCluster::tear_down() {
   up_ = false;
   std::string problem;
   try {
-    cluster::bring_down(spec_.name);
+    run_cluster_tool({"down", spec_.name});
   } catch (const std::exception& e) {
     problem = std::string(e.what()) + " (`gradsweep cluster list --clean` retries)";
   }
   owner_.reset();  // after bring_down: until then the cluster is ours, never someone's leftover
   return problem;
+}
+
+std::vector<CellCluster::LinkBytes> CellCluster::link_bytes() const {
+  // Counters that cannot be read count as none: a cell's figures lack its link bytes, and it still runs.
+  std::vector<LinkBytes> bytes;
+  try {
+    const nlohmann::json reply = run_cluster_tool_json({"link-state", spec_.name});
+    for (const nlohmann::json& b : reply.at("bytes"))
+      bytes.push_back({b.at("from_node").get<std::uint64_t>(), b.at("to_node").get<std::uint64_t>()});
+  } catch (const std::exception& e) {
+    std::cerr << "warning: cluster " << spec_.name << ": link counters: " << e.what() << "\n";
+    bytes.clear();
+  }
+  return bytes;
+}
+
+std::vector<int> CellCluster::nodes_with_link_down() const {
+  try {
+    return run_cluster_tool_json({"link-state", spec_.name}).at("down").get<std::vector<int>>();
+  } catch (const std::exception& e) {
+    std::cerr << "warning: cluster " << spec_.name << ": link state: " << e.what() << "\n";
+    return {};
+  }
 }
 
 std::vector<std::string> CellCluster::command(const std::vector<std::string>& local) const {
@@ -71,7 +115,7 @@ std::vector<std::string> CellCluster::command(const std::vector<std::string>& lo
   } else {
     argv = {"mpirun", "--bind-to", "none", "-np", "1"};
   }
-  for (const std::string& a : cluster::mpirun_arguments(spec_)) argv.push_back(a);
+  argv.insert(argv.end(), mpirun_arguments_.begin(), mpirun_arguments_.end());
   argv.insert(argv.end(), {"-x", "GRADSWEEP_CLUSTER=" + spec_.name, "-x",
                            "GRADSWEEP_CLUSTER_DILATION=" + std::to_string(spec_.dilation)});
   argv.insert(argv.end(), local.begin() + static_cast<std::ptrdiff_t>(rank_start), local.end());
@@ -126,7 +170,7 @@ void CellCluster::annotate_summary(const fs::path& cell_dir) {
 void CellCluster::record_link_bytes() {
   // What the job moved over each node's link: the counters now less those at bring-up (mpirun's own
   // traffic, a few kB, counts too).
-  const std::vector<cluster::LinkBytes> now = cluster::link_bytes(spec_);
+  const std::vector<LinkBytes> now = link_bytes();
   if (now.size() != links_at_start_.size() || now.empty()) return;
   nlohmann::json per_node = nlohmann::json::array();
   double both_ways = 0;

@@ -6,9 +6,14 @@
 // One cluster per cell rather than one per sweep: cells of one shape are rarely adjacent (repeats are
 // interleaved, run_order.hpp), bringing a cluster up and down takes seconds (4 s each for 2 nodes at load
 // 13 on 2 cores) against a cell's minutes, and a cluster that lives exactly as long as its cell is the one
-// that is certainly torn down (and, with dilation: auto, measured under the load of the moment). The cluster belongs to
-// this process (cluster_owner.hpp): if the launcher is SIGKILLed, the kernel sends mpirun SIGTERM, and the next
-// `gradsweep run` or `cluster up` removes what is left.
+// that is certainly torn down (and, with dilation: auto, measured under the load of the moment).
+//
+// gradsweep itself never touches the network: gradsweep-cluster (cluster_tool.hpp) brings the cluster up, reads
+// its links and brings it down, each a child process whose errors become this launcher's. The cluster still
+// belongs to this process (cluster_owner.hpp): it holds an OwnerLockFile locked from before the cluster is
+// complete until it is down, and passes it to `gradsweep-cluster up --owner-lock`. If the launcher is
+// SIGKILLed, the kernel sends mpirun SIGTERM and drops the lock, and the next `gradsweep run` or `cluster up`
+// removes what is left.
 //
 // The cluster's shape (nodes, ranks per node, link rate, dilation, its name) goes into the cell's
 // provenance.json and summary.json as "cluster": {...}, and from summary.json into results.csv
@@ -21,10 +26,10 @@
 
 #include "cluster/cluster_owner.hpp"
 #include "cluster/cluster_spec.hpp"
-#include "cluster/link_state.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -36,7 +41,7 @@ class CellCluster {
  public:
   // Times the cell's computation on one node's ranks alone (the compute dilation's reference), then brings
   // up the cell's cluster, measuring the links' dilation first when it is auto. Throws
-  // std::runtime_error saying what failed; nothing of the cluster is left then.
+  // std::runtime_error saying what failed (gradsweep-cluster's own message); nothing of the cluster is left then.
   explicit CellCluster(const runs::PlannedCell& cell);
   ~CellCluster();  // tear_down(), reporting problems on stderr
   CellCluster(const CellCluster&) = delete;
@@ -59,17 +64,28 @@ class CellCluster {
   void annotate_summary(const std::filesystem::path& cell_dir);
   // Brings the cluster down (kills what still runs in it first); returns what would not go ("" if all did).
   std::string tear_down();
+  // The nodes whose link carries nothing now (cluster/link_state.hpp), sorted; empty when the question fails.
+  std::vector<int> nodes_with_link_down() const;
 
  private:
+  // Each node's link counters, both ways (cluster/link_state.hpp's LinkBytes, as gradsweep-cluster reports them).
+  struct LinkBytes {
+    std::uint64_t from_node = 0, to_node = 0;
+  };
+  std::vector<LinkBytes> link_bytes() const;
+  // `gradsweep-cluster up` for spec_, owned by owner_; sets spec_ (name, subnet) and mpirun_arguments_.
+  void bring_up();
+
   cluster::ClusterSpec spec_;
-  double probe_ = 0;                                // the matrix-product probe's F, when `dilation: auto` ran it
-  ComputeReference reference_;                      // the one-node calibration, run before bring-up
-  std::vector<cluster::LinkBytes> links_at_start_;  // each node's link counters once the cluster was up
+  std::vector<std::string> mpirun_arguments_;  // what puts a job on the cluster, as gradsweep-cluster up said
+  double probe_ = 0;                           // the matrix-product probe's F, when `dilation: auto` ran it
+  ComputeReference reference_;                 // the one-node calibration, run before bring-up
+  std::vector<LinkBytes> links_at_start_;      // each node's link counters once the cluster was up
   // Adds each link's bytes since bring-up to measured_ (annotate_summary, before the cluster goes down).
   void record_link_bytes();
 
   nlohmann::json measured_;  // what annotate_summary found: compute_s, dilation_compute, undilated tokens/s, link bytes
-  std::unique_ptr<cluster::OwnerLock> owner_;
+  std::unique_ptr<cluster::OwnerLockFile> owner_;
   bool up_ = false;
 };
 

@@ -1,7 +1,6 @@
 #include "experiment/launcher_local.hpp"
 
 #include "config/environment.hpp"
-#include "cluster/link_state.hpp"
 #include "experiment/elastic_cell.hpp"
 #include "experiment/launcher_emulated.hpp"
 #include "runs/machine_load.hpp"
@@ -222,8 +221,7 @@ Attempt run_attempt(const runs::PlannedCell& cell, const LaunchOptions& options,
   interrupted = end.interrupted;
   attempt.status = runs::status_after_exit(cell.dir, cell.config_hash, end.exit_code, false, end.interrupted);
   if (cluster) {
-    if (attempt.status.state == runs::CellState::Failed)
-      attempt.unreachable = cluster::nodes_with_link_down(cluster->spec());
+    if (attempt.status.state == runs::CellState::Failed) attempt.unreachable = cluster->nodes_with_link_down();
     cluster->annotate_summary(cell.dir);
     attempt.cluster = cluster->record();  // now with what the job measured (the compute dilation)
     if (const std::string problem = cluster->tear_down(); !problem.empty()) {
