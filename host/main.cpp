@@ -34,14 +34,14 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("gradsweep ") + GRADSWEEP_VERSION + " (SDK ABI " +
                                         std::to_string(gradsweep::sdk::kAbiMajor) + "." +
                                         std::to_string(gradsweep::sdk::kAbiMinor) + "; " +
-                                        gradsweep::host::describe(gradsweep::sdk::detail::this_build()) + ")");
+                                        gradsweep::plugins::describe(gradsweep::sdk::detail::this_build()) + ")");
   app.require_subcommand(1);
-  gradsweep::host::register_train_command(app);
-  gradsweep::host::register_plugins_command(app);
+  gradsweep::cli::register_train_command(app);
+  gradsweep::cli::register_plugins_command(app);
   gradsweep::cli::register_prepare_command(app);
-  gradsweep::host::register_bench_comm_command(app);
-  gradsweep::host::register_trace_command(app);               // docs/results.md, "Trace"
-  gradsweep::host::register_export_command(app);              // docs/models.md, "Export"
+  gradsweep::cli::register_bench_comm_command(app);
+  gradsweep::cli::register_trace_command(app);                // docs/results.md, "Trace"
+  gradsweep::cli::register_export_command(app);               // docs/models.md, "Export"
   gradsweep::cli::register_cluster_command(app, argc, argv);  // gradsweep-cluster's (docs/cluster.md)
   // Sweeps (docs/experiments.md).
   gradsweep::cli::register_plan_command(app);

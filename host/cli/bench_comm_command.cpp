@@ -13,10 +13,11 @@
 #include "cli/bench_comm_command.hpp"
 
 #include "comm/algorithms/ring.hpp"
+#include "comm/backend_registry.hpp"
 #include "comm/host_communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_runtime.hpp"
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 #include "services/logging.hpp"
 #include "train/machine.hpp"
 #include "util/atomic_file.hpp"
@@ -36,7 +37,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -188,7 +189,7 @@ struct Figures {
 
 class CommBench {
  public:
-  CommBench(const BenchArgs& args, HostCommunicator& comm) : args_(args), comm_(comm) {}
+  CommBench(const BenchArgs& args, comm::HostCommunicator& comm) : args_(args), comm_(comm) {}
 
   void run() {
     const Collective collective = parse_collective(args_.collective);
@@ -200,8 +201,8 @@ class CommBench {
     std::vector<sdk::Communicator*> views;
     for (const std::string& a : args_.algorithms) views.push_back(&view(a));
     const int n = comm_.size();
-    const int threads = choose_threads(args_.threads, ranks_sharing_cores());
-    set_compute_threads(threads);
+    const int threads = train::choose_threads(args_.threads, ranks_sharing_cores());
+    train::set_compute_threads(threads);
 
     nlohmann::json report{{"collective", args_.collective},
                           {"dtype", args_.dtype},
@@ -215,9 +216,9 @@ class CommBench {
                           {"ring_tuning", ring_tuning()},
                           {"bus_factor", bus_factor(collective, n)},
                           {"results", nlohmann::json::array()}};
-    if (const auto* backend = dynamic_cast<const MpiCommunicator*>(&comm_); backend != nullptr) {
+    if (const auto* backend = dynamic_cast<const comm::MpiCommunicator*>(&comm_.transport()); backend != nullptr) {
       // The split hierarchical uses (GRADSWEEP_RANKS_PER_NODE's, if set); "" when its nodes are equal.
-      const mpi::NodeSplit& split = backend->node_split();
+      const comm::mpi::NodeSplit& split = backend->node_split();
       report["hierarchical_split"] = {
           {"ranks_per_node", split.node_size()}, {"nodes", split.cross_size()}, {"uneven", split.uneven()}};
     }
@@ -252,7 +253,7 @@ class CommBench {
   }
 
   nlohmann::json ring_tuning() const {
-    const ring::Tuning defaults;
+    const comm::ring::Tuning defaults;
     // The communicator has refused a bad value already; the same parser reads it here.
     auto tuned = [](const char* name, long fallback) {
       return env::positive_integer(name, LONG_MAX).value_or(fallback);
@@ -281,7 +282,7 @@ class CommBench {
     const std::size_t algos = views.size();
     // [a] the call, [algos + a] its intra-node phases, [2 algos + a] its inter-node phase (hierarchical)
     torch::Tensor seconds = torch::zeros({3 * static_cast<std::int64_t>(algos)}, torch::kDouble);
-    auto* backend = dynamic_cast<MpiCommunicator*>(&comm_);
+    auto* backend = dynamic_cast<comm::MpiCommunicator*>(&comm_.transport());
     for (int it = -args_.warmup; it < args_.iters; ++it) {
       for (std::size_t j = 0; j < algos; ++j) {
         const std::size_t a = (j + static_cast<std::size_t>(it + args_.warmup)) % algos;  // who goes first rotates
@@ -293,7 +294,7 @@ class CommBench {
         const auto i = static_cast<std::int64_t>(a);
         seconds[i] += dt;
         if (backend != nullptr && args_.algorithms[a] == "hierarchical" && k.collective == Collective::Allreduce) {
-          const hierarchical::Phases p = backend->last_hierarchical_phases();
+          const comm::hierarchical::Phases p = backend->last_hierarchical_phases();
           seconds[static_cast<std::int64_t>(algos) + i] += p.intra_seconds;
           seconds[2 * static_cast<std::int64_t>(algos) + i] += p.inter_seconds;
         }
@@ -310,7 +311,7 @@ class CommBench {
       f.intra_seconds = seconds[static_cast<std::int64_t>(algos + a)].item<double>();
       f.inter_seconds = seconds[static_cast<std::int64_t>(2 * algos + a)].item<double>();
       if (backend != nullptr && (f.intra_seconds > 0 || f.inter_seconds > 0)) {
-        const mpi::NodeSplit& split = backend->node_split();
+        const comm::mpi::NodeSplit& split = backend->node_split();
         const double s = static_cast<double>(k.bytes), per_node = split.node_size();
         if (f.intra_seconds > 0) f.intra_busbw = s * bus_factor(collective, split.node_size()) / f.intra_seconds / 1e9;
         if (f.inter_seconds > 0)
@@ -369,7 +370,7 @@ class CommBench {
   }
 
   const BenchArgs& args_;
-  HostCommunicator& comm_;
+  comm::HostCommunicator& comm_;
 };
 
 }  // namespace
@@ -403,9 +404,10 @@ void register_bench_comm_command(CLI::App& app) {
       ->capture_default_str();
   CLI::Option* algorithms = cmd->get_option("--algorithms");
   cmd->callback([args, algorithms] {
-    std::unique_ptr<HostCommunicator> comm = make_mpi_communicator();
-    init_logging(comm->rank());
-    if (algorithms->count() == 0 && (comm->local_size() < comm->size() || mpi::ranks_per_node_override() > 0))
+    // Through the stack, as a strategy gets it: what is measured is what a cell's calls cost.
+    std::unique_ptr<comm::HostCommunicator> comm = comm::make_communicator("mpi");
+    services::init_logging(comm->rank());
+    if (algorithms->count() == 0 && (comm->local_size() < comm->size() || comm::mpi::ranks_per_node_override() > 0))
       args->algorithms.push_back("hierarchical");
     try {
       CommBench(*args, *comm).run();
@@ -414,9 +416,9 @@ void register_bench_comm_command(CLI::App& app) {
       // Another rank may be waiting in a collective for this one: end them all, as `train` does.
       spdlog::error("{}", e.what());
       spdlog::default_logger()->flush();
-      mpi::abort_job(2);
+      comm::mpi::abort_job(2);
     }
   });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::cli

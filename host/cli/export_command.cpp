@@ -1,14 +1,14 @@
 #include "cli/export_command.hpp"
 
-#include "export/model_export.hpp"
+#include "weights/model_export.hpp"
 
 #include <iostream>
 #include <memory>
 
-namespace gradsweep::host {
+namespace gradsweep::cli {
 
 void register_export_command(CLI::App& app) {
-  auto request = std::make_shared<ExportRequest>();
+  auto request = std::make_shared<weights::ExportRequest>();
   auto step = std::make_shared<std::int64_t>(-1);
   CLI::App* cmd =
       app.add_subcommand("export",
@@ -24,10 +24,10 @@ void register_export_command(CLI::App& app) {
   cmd->add_option("--step", *step, "The checkpoint's step (default: the newest)");
   cmd->callback([request, step] {
     if (*step >= 0) request->step = *step;
-    const ExportResult r = export_cell(*request);
+    const weights::ExportResult r = weights::export_cell(*request);
     std::cout << "exported " << r.model << " at step " << r.step << ": " << r.tensors << " tensors, " << r.bytes
               << " bytes -> " << request->out.string() << "\n";
   });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::cli

@@ -1,9 +1,9 @@
 #pragma once
-// `gradsweep export CELL_DIR --format hf --out DIR` (host/export/model_export.hpp; docs/models.md, "Export").
+// `gradsweep export CELL_DIR --format hf --out DIR` (host/weights/model_export.hpp; docs/models.md, "Export").
 #include <CLI/CLI.hpp>
 
-namespace gradsweep::host {
+namespace gradsweep::cli {
 
 void register_export_command(CLI::App& app);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::cli

@@ -11,7 +11,7 @@
 #include <memory>
 #include <sstream>
 
-namespace gradsweep::host {
+namespace gradsweep::cli {
 namespace fs = std::filesystem;
 
 namespace {
@@ -38,14 +38,14 @@ std::vector<std::string> choice_list(const std::string& choices) {
 }
 
 // A plugin's declared options, as the descriptor lists them (the order is the author's).
-nlohmann::json options_json(const PluginRecord& p) {
+nlohmann::json options_json(const plugins::PluginRecord& p) {
   const sdk::PluginDescriptor& d = *p.descriptor;
-  const OptionChoices choices = option_choices(p);
+  const config::OptionChoices choices = plugins::option_choices(p);
   nlohmann::json out = nlohmann::json::array();
   for (std::uint32_t i = 0; i < d.option_count; ++i) {
     const sdk::OptionSpec& o = d.options[i];
     nlohmann::json option{{"key", o.key},
-                          {"type", host::type_keyword(o.type)},
+                          {"type", config::type_keyword(o.type)},
                           {"default", o.default_value ? nlohmann::json(o.default_value) : nlohmann::json(nullptr)},
                           {"help", o.help ? o.help : ""}};
     if (i < choices.size() && !choices[i].empty()) option["choices"] = choice_list(choices[i]);
@@ -55,8 +55,8 @@ nlohmann::json options_json(const PluginRecord& p) {
 }
 
 // What a strategy declares about itself (SDK 1.4); null for models and for strategies declaring nothing.
-nlohmann::json capabilities_json(const PluginRecord& p) {
-  const std::optional<sdk::StrategyCapabilities> c = declared_capabilities(p);
+nlohmann::json capabilities_json(const plugins::PluginRecord& p) {
+  const std::optional<sdk::StrategyCapabilities> c = plugins::declared_capabilities(p);
   if (!c) return nullptr;
   return {{"min_ranks", c->min_ranks},
           {"max_ranks", c->max_ranks},
@@ -69,12 +69,12 @@ nlohmann::json capabilities_json(const PluginRecord& p) {
           {"requires", sdk::feature_names(c->required_features)}};
 }
 
-nlohmann::json plugin_json(const PluginRecord& p) {
+nlohmann::json plugin_json(const plugins::PluginRecord& p) {
   return {{"name", p.name},
           {"kind", sdk::to_string(p.kind)},
           {"version", p.version},
           {"abi", abi_of(*p.descriptor)},
-          {"build", describe(p.descriptor->build)},
+          {"build", plugins::describe(p.descriptor->build)},
           {"summary", p.summary},
           {"path", p.path.string()},
           {"options", options_json(p)},
@@ -97,11 +97,12 @@ std::string wrapped(const std::string& text, std::size_t indent, std::size_t wid
 }
 
 // `gradsweep plugins NAME`: everything a user needs to configure that plugin.
-void print_details(const PluginRecord& p) {
+void print_details(const plugins::PluginRecord& p) {
   const sdk::PluginDescriptor& d = *p.descriptor;
   std::cout << sdk::to_string(p.kind) << " " << p.name << " " << p.version << " (SDK ABI " << abi_of(d) << ")\n"
-            << "  " << p.summary << "\n  file:  " << p.path.string() << "\n  build: " << describe(d.build) << "\n";
-  if (const std::optional<sdk::StrategyCapabilities> c = declared_capabilities(p)) {
+            << "  " << p.summary << "\n  file:  " << p.path.string() << "\n  build: " << plugins::describe(d.build)
+            << "\n";
+  if (const std::optional<sdk::StrategyCapabilities> c = plugins::declared_capabilities(p)) {
     std::cout << "  ranks: " << c->min_ranks << " to " << (c->max_ranks == 0 ? "any" : std::to_string(c->max_ranks))
               << (c->synchronous_exact ? "; reproduces single" : "") << (c->ranks_agree ? "; ranks agree" : "")
               << (c->restricts_vocabulary ? "; restricts the vocabulary" : "")
@@ -114,11 +115,11 @@ void print_details(const PluginRecord& p) {
     std::cout << "\nno options\n";
     return;
   }
-  const OptionChoices choices = option_choices(p);
+  const config::OptionChoices choices = plugins::option_choices(p);
   std::cout << "\noptions (" << section << ".<key> in a cell or experiment file):\n";
   for (std::uint32_t i = 0; i < d.option_count; ++i) {
     const sdk::OptionSpec& o = d.options[i];
-    std::cout << "  " << o.key << "  " << host::type_keyword(o.type) << ", default "
+    std::cout << "  " << o.key << "  " << config::type_keyword(o.type) << ", default "
               << (o.default_value ? o.default_value : "none (optional)");
     if (i < choices.size() && !choices[i].empty()) {
       std::string values;
@@ -129,8 +130,8 @@ void print_details(const PluginRecord& p) {
   }
 }
 
-void print_table(const std::vector<fs::path>& search, const PluginRegistry& registry) {
-  std::cout << "host built against: " << describe(sdk::detail::this_build()) << "\nsearch path:";
+void print_table(const std::vector<fs::path>& search, const plugins::PluginRegistry& registry) {
+  std::cout << "host built against: " << plugins::describe(sdk::detail::this_build()) << "\nsearch path:";
   for (const auto& d : search) std::cout << ' ' << d.string();
   std::cout << "\n\n"
             << std::left << std::setw(10) << "KIND" << std::setw(14) << "NAME" << std::setw(10) << "VERSION"
@@ -148,12 +149,12 @@ void print_table(const std::vector<fs::path>& search, const PluginRegistry& regi
 
 void run_plugins(const PluginsArgs& args) {
   std::vector<fs::path> extra(args.paths.begin(), args.paths.end());
-  const std::vector<fs::path> search = PluginRegistry::search_path(extra);
-  PluginRegistry registry;
+  const std::vector<fs::path> search = plugins::PluginRegistry::search_path(extra);
+  plugins::PluginRegistry registry;
   for (const auto& f : args.files) registry.load_file(f);
   registry.scan(search);
 
-  std::vector<const PluginRecord*> shown;
+  std::vector<const plugins::PluginRecord*> shown;
   for (const auto& p : registry.plugins())
     if (args.name.empty() || p.name == args.name) shown.push_back(&p);
   if (!args.name.empty() && shown.empty()) {
@@ -162,12 +163,12 @@ void run_plugins(const PluginsArgs& args) {
     throw std::runtime_error("no plugin named '" + args.name + "' on the search path; found: " + names);
   }
   if (args.json) {
-    nlohmann::json out{{"host_build", describe(sdk::detail::this_build())},
+    nlohmann::json out{{"host_build", plugins::describe(sdk::detail::this_build())},
                        {"search_path", nlohmann::json::array()},
                        {"plugins", nlohmann::json::array()},
                        {"refused", nlohmann::json::array()}};
     for (const auto& d : search) out["search_path"].push_back(d.string());
-    for (const PluginRecord* p : shown) out["plugins"].push_back(plugin_json(*p));
+    for (const plugins::PluginRecord* p : shown) out["plugins"].push_back(plugin_json(*p));
     for (const auto& r : registry.refused())
       out["refused"].push_back({{"path", r.path.string()}, {"reason", r.reason}});
     std::cout << out.dump(2) << std::endl;
@@ -194,4 +195,4 @@ void register_plugins_command(CLI::App& app) {
   cmd->callback([args] { run_plugins(*args); });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::cli

@@ -1,9 +1,6 @@
 // `gradsweep prepare`: the command-line face of prepare_corpus() (data/prepare.hpp).
 #pragma once
-
-namespace CLI {
-class App;
-}
+#include <CLI/CLI.hpp>
 
 namespace gradsweep::cli {
 

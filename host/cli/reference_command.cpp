@@ -1,6 +1,6 @@
 #include "cli/reference_command.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "reference/reference_pages.hpp"
 
@@ -17,14 +17,14 @@ namespace {
 // which come before the built-in ones (PluginRegistry::search_path), so that the reference is the same
 // whatever the user has installed.
 std::vector<fs::path> shipped_plugin_directories() {
-  std::vector<fs::path> dirs = host::PluginRegistry::search_path({});
-  const auto from_environment = static_cast<std::ptrdiff_t>(host::env::path_list("GRADSWEEP_PLUGIN_PATH").size());
+  std::vector<fs::path> dirs = plugins::PluginRegistry::search_path({});
+  const auto from_environment = static_cast<std::ptrdiff_t>(env::path_list("GRADSWEEP_PLUGIN_PATH").size());
   dirs.erase(dirs.begin(), dirs.begin() + from_environment);
   return dirs;
 }
 
 void run_reference(const CLI::App& app, const fs::path& out) {
-  host::PluginRegistry plugins;
+  plugins::PluginRegistry plugins;
   plugins.scan(shipped_plugin_directories());
   // A refused plugin would be missing from the page without a word: refuse to write an incomplete one.
   if (!plugins.refused().empty()) {

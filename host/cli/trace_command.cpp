@@ -6,7 +6,7 @@
 #include <iostream>
 #include <memory>
 
-namespace gradsweep::host {
+namespace gradsweep::cli {
 namespace fs = std::filesystem;
 
 void register_trace_command(CLI::App& app) {
@@ -19,7 +19,7 @@ void register_trace_command(CLI::App& app) {
     const fs::path root(*dir);
     if (fs::is_directory(root / "trace")) {
       // Merged afresh: after a failure, rank 0 may have ended before the others wrote their last steps.
-      std::cout << summarize(merge_trace(root));
+      std::cout << train::summarize(train::merge_trace(root));
       return;
     }
     // A sweep's output directory: one line per cell that has a trace.
@@ -27,7 +27,7 @@ void register_trace_command(CLI::App& app) {
     if (fs::is_directory(root / "cells"))
       for (const auto& cell : fs::directory_iterator(root / "cells"))
         if (fs::is_directory(cell.path() / "trace")) {
-          const MergedTrace merged = merge_trace(cell.path());
+          const train::MergedTrace merged = train::merge_trace(cell.path());
           std::cout << merged.file.string() << "  (" << merged.ranks.size() << " ranks, " << merged.steps_traced
                     << " steps)\n";
           ++found;
@@ -39,4 +39,4 @@ void register_trace_command(CLI::App& app) {
   });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::cli

@@ -8,7 +8,7 @@
 #include "comm/mpi_runtime.hpp"
 #include "config/cell_config.hpp"
 #include "config/comm_choice.hpp"
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "services/logging.hpp"
 #include "train/trainer.hpp"
@@ -20,7 +20,7 @@
 #include <memory>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::cli {
 namespace fs = std::filesystem;
 
 namespace {
@@ -38,39 +38,39 @@ constexpr int kRankErrorExitCode = 2;
 // The job's communicator, as config/comm_choice.hpp decides from runtime.comm, GRADSWEEP_COMM, the
 // device, the build and the launcher.
 struct JobCommunicator {
-  std::unique_ptr<HostCommunicator> comm;
-  CommDecision decision;
+  std::unique_ptr<comm::HostCommunicator> comm;
+  config::CommDecision decision;
   // Read before MPI starts: an MPI singleton's own start sets some of the launcher variables.
   bool launched_by_mpi;
 };
 
-JobCommunicator make_job_communicator(const CellConfig& config) {
-  CommRequest request;
+JobCommunicator make_job_communicator(const config::CellConfig& config) {
+  config::CommRequest request;
   request.config_choice = config.comm;
   request.config_file = config.file;
   request.env_choice = env::text("GRADSWEEP_COMM");
   request.device = config.device;
-  request.nccl_built = nccl_built();
-  request.launched_by_mpi = mpi::launched_by_mpi();
-  JobCommunicator job{nullptr, choose_comm(request), request.launched_by_mpi};
-  set_configured_comm_timeout(config.comm_timeout);
-  forensics::set_configured_check(config.resolved["runtime"]["check_collectives"].as<bool>(false));
+  request.nccl_built = comm::nccl_built();
+  request.launched_by_mpi = comm::mpi::launched_by_mpi();
+  JobCommunicator job{nullptr, config::choose_comm(request), request.launched_by_mpi};
+  comm::set_configured_comm_timeout(config.comm_timeout);
+  comm::forensics::set_configured_check(config.resolved["runtime"]["check_collectives"].as<bool>(false));
   try {
-    job.comm = make_communicator(job.decision.backend, BackendOptions{config.device});
+    job.comm = comm::make_communicator(job.decision.backend, comm::BackendOptions{config.device});
   } catch (const std::exception& e) {
     // Once MPI runs under a launcher, other ranks may be waiting for this one (the NCCL backend
     // broadcasts its unique id over MPI): end them all rather than leave them there.
-    if (!job.launched_by_mpi || !mpi::active()) throw;
+    if (!job.launched_by_mpi || !comm::mpi::active()) throw;
     spdlog::error("creating the {} communicator failed: {}", job.decision.backend, e.what());
     spdlog::error("ending every rank of the job (MPI_Abort, exit code {})", kRankErrorExitCode);
     spdlog::default_logger()->flush();
-    mpi::abort_job(kRankErrorExitCode);
+    comm::mpi::abort_job(kRankErrorExitCode);
   }
   return job;
 }
 
 void log_communicator(const JobCommunicator& job) {
-  const HostCommunicator& comm = *job.comm;
+  const comm::HostCommunicator& comm = *job.comm;
   const std::string backend = comm.backend();
   spdlog::info("communicator chosen by {}", job.decision.why);
   if (backend == "local") {
@@ -82,41 +82,41 @@ void log_communicator(const JobCommunicator& job) {
   if (backend == "nccl") {
 #if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
     spdlog::info("communicator: nccl, rank {} of {} ({} of {} on this node), {}", comm.rank(), comm.size(),
-                 comm.local_rank(), comm.local_size(), describe_nccl_communicator(comm));
+                 comm.local_rank(), comm.local_size(), comm::describe_nccl_communicator(comm));
 #endif
     return;
   }
-  const int level = mpi::ensure_initialized();
+  const int level = comm::mpi::ensure_initialized();
   spdlog::info("communicator: mpi, rank {} of {} ({} of {} on this node), {}", comm.rank(), comm.size(),
-               comm.local_rank(), comm.local_size(), mpi::thread_level_name(level));
+               comm.local_rank(), comm.local_size(), comm::mpi::thread_level_name(level));
   if (!job.launched_by_mpi) spdlog::info("no MPI launcher started this process: MPI runs as a singleton (one rank)");
-  if (!mpi::is_thread_multiple(level))
+  if (!comm::mpi::is_thread_multiple(level))
     spdlog::warn("MPI granted {} only: strategies must not call the communicator from more than one thread at once",
-                 mpi::thread_level_name(level));
+                 comm::mpi::thread_level_name(level));
 }
 
 // A rank that cannot go on, in a job of several: the other ranks may already be waiting in a collective
 // for this one, and would wait forever if only this process ended (Open MPI's MPI_Finalize waits for
 // every rank too). Say why here, on the failing rank (its log file gets it too), then end every rank.
-[[noreturn]] void end_job(const HostCommunicator& comm, const std::string& why) {
+[[noreturn]] void end_job(const comm::HostCommunicator& comm, const std::string& why) {
   spdlog::error("{}", why);
-  forensics::on_rank_failure(why);  // this rank's flight recorder, and the others' while they can answer
+  comm::forensics::on_rank_failure(why);  // this rank's flight recorder, and the others' while they can answer
   spdlog::error("ending all {} ranks of the job (MPI_Abort, exit code {})", comm.size(), kRankErrorExitCode);
   spdlog::default_logger()->flush();
-  mpi::abort_job(kRankErrorExitCode);
+  comm::mpi::abort_job(kRankErrorExitCode);
 }
 
-void train(const TrainArgs& args, CellConfig config, const JobCommunicator& job) {
-  HostCommunicator& comm = *job.comm;
+void train(const TrainArgs& args, config::CellConfig config, const JobCommunicator& job) {
+  comm::HostCommunicator& comm = *job.comm;
   const fs::path out(args.out);
   fs::create_directories(out);
-  init_logging(comm.rank(), out / ("rank-" + std::to_string(comm.rank()) + ".log"));
-  forensics::set_directory(out, comm.rank());
+  services::init_logging(comm.rank(), out / ("rank-" + std::to_string(comm.rank()) + ".log"));
+  comm::forensics::set_directory(out, comm.rank());
   log_communicator(job);
-  TrainRequest request{std::move(config), out, !args.fresh, args.stop_after};
-  PluginRegistry registry;
-  registry.scan(PluginRegistry::search_path(request.config.plugin_paths));
-  const nlohmann::json summary = train_cell(request, registry, comm);
+  train::TrainRequest request{std::move(config), out, !args.fresh, args.stop_after};
+  plugins::PluginRegistry registry;
+  registry.scan(plugins::PluginRegistry::search_path(request.config.plugin_paths));
+  const nlohmann::json summary = train::train_cell(request, registry, comm);
   if (summary["status"] != "ok") return;
   if (comm.rank() == 0)
     std::cout << "summary: " << summary["model"].get<std::string>() << " / " << summary["strategy"].get<std::string>()
@@ -145,10 +145,10 @@ void register_train_command(CLI::App& app) {
     // The configuration comes first because it names the backend. Its errors come before any
     // communication and are the same on every rank: each process reports them (main, exit code 2) and
     // no rank is left waiting for another.
-    CellConfig config = load_cell_config(args->config, args->overrides);
+    config::CellConfig config = config::load_cell_config(args->config, args->overrides);
     const JobCommunicator job = make_job_communicator(config);
-    HostCommunicator* comm = job.comm.get();
-    init_logging(comm->rank());  // every line names its rank, even before the log file exists
+    comm::HostCommunicator* comm = job.comm.get();
+    services::init_logging(comm->rank());  // every line names its rank, even before the log file exists
     try {
       train(*args, std::move(config), job);
     } catch (const c10::Error& e) {
@@ -161,4 +161,4 @@ void register_train_command(CLI::App& app) {
   });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::cli

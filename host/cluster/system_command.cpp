@@ -1,6 +1,6 @@
 #include "cluster/system_command.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -105,7 +105,7 @@ std::string run_checked(const std::vector<std::string>& argv) {
 }
 
 std::string find_on_path(const std::string& tool) {
-  std::stringstream dirs(host::env::text("PATH"));
+  std::stringstream dirs(env::text("PATH"));
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
     if (dir.empty()) continue;
@@ -121,8 +121,8 @@ void require_network_admin(const std::string& action) {
       {"ip", "iproute2"}, {"tc", "iproute2"}, {"unshare", "util-linux"}};
   for (const auto& [tool, package] : tools)
     if (find_on_path(tool).empty())
-      throw std::runtime_error(action + " needs `" + tool + "` (" + package + ") on PATH, and it is not there (PATH=" +
-                               host::env::text("PATH") + "); nothing was made");
+      throw std::runtime_error(action + " needs `" + tool + "` (" + package +
+                               ") on PATH, and it is not there (PATH=" + env::text("PATH") + "); nothing was made");
   constexpr int kCapSysAdmin = 21, kCapNetAdmin = 12;
   std::string missing;
   if (!has_capability(kCapNetAdmin)) missing += "CAP_NET_ADMIN";

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 class AlgorithmCalls {
  public:
@@ -89,4 +89,4 @@ class AlgorithmView final : public sdk::Communicator {
   const sdk::Algorithm algorithm_;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 sdk::Status AsyncWorker::Job::wait() {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -82,4 +82,4 @@ void AsyncWorker::run() {
   }
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

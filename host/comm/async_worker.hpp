@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 class AsyncWorker {
  public:
@@ -71,4 +71,4 @@ class AsyncWorker {
   std::thread thread_;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

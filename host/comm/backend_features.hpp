@@ -3,7 +3,7 @@
 // communicators answer, and what the registry (comm/backend_registry.hpp) tells the planner.
 #include <gradsweep/sdk/capabilities.hpp>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 inline constexpr sdk::CommFeatures kAllCommFeatures = sdk::kPointToPoint | sdk::kRecvAny | sdk::kRingAlgorithm |
                                                       sdk::kHierarchicalAlgorithm | sdk::kAsyncCollectives |
@@ -18,4 +18,4 @@ inline sdk::CommFeatures nccl_features(int world) {
   return world <= 1 ? kAllCommFeatures : sdk::kPointToPoint | sdk::kAsyncCollectives | sdk::kGroups;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 // runtime.device "cuda:N" -> N; "cuda" (or anything else) -> -1, the NCCL backend's "local rank modulo GPUs".
@@ -23,9 +23,10 @@ std::vector<BackendEntry> built_in_backends() {
                      true,
                      {},
                      [](const BackendOptions&) { return make_local_communicator(); }});
-  entries.push_back(
-      {"mpi", mpi_features, true, {.watchdog = true}, [](const BackendOptions&) { return make_mpi_communicator(); }});
-  BackendEntry nccl{"nccl", nccl_features, nccl_built(), {.watchdog = true}, nullptr};
+  entries.push_back({"mpi", mpi_features, true, {.watchdog = true, .recorder = true}, [](const BackendOptions&) {
+                       return make_mpi_communicator();
+                     }});
+  BackendEntry nccl{"nccl", nccl_features, nccl_built(), {.watchdog = true, .recorder = true}, nullptr};
 #if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
   nccl.make = [](const BackendOptions& options) { return make_nccl_communicator(cuda_device_index(options.device)); };
 #else
@@ -84,4 +85,4 @@ std::unique_ptr<HostCommunicator> make_communicator(const std::string& name, con
   return wrap_communicator(entry.make(options), stack);
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

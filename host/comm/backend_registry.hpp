@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 // What a factory may need: runtime.device (the NCCL backend's GPU).
 struct BackendOptions {
@@ -48,4 +48,4 @@ sdk::CommFeatures backend_features(const std::string& name, int world);
 // Throws std::runtime_error when the backend is not built in or cannot start.
 std::unique_ptr<HostCommunicator> make_communicator(const std::string& name, const BackendOptions& options = {});
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

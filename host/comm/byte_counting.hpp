@@ -4,7 +4,7 @@
 // assumes, so that a strategy's traffic reads the same on every backend and algorithm.
 #include <cstdint>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 // Per rank, each way, for a collective of S = `bytes` (nccl-tests' size) on n ranks run as a ring:
 // allreduce (passes = 2) 2(n-1)/n * S; allgather and reduce_scatter (passes = 1) (n-1)/n * S, with S
@@ -32,4 +32,4 @@ inline Traffic scatter_gather_traffic(std::uint64_t bytes, int n) {
   return {each_way, each_way, bytes};
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

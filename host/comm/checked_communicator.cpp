@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 std::string CheckedCommunicator::named(const char* call, bool async) const {
   return algorithm_prefix(algorithm()) + call + (async ? "_async" : "");
@@ -216,4 +216,4 @@ sdk::Status CheckedCommunicator::group(sdk::GroupKind kind, std::unique_ptr<sdk:
   return CommunicatorLayer::group(kind, group);
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

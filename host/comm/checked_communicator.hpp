@@ -13,7 +13,7 @@
 
 #include <memory>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 class CheckedCommunicator final : public CommunicatorLayer {
  public:
@@ -58,4 +58,4 @@ class CheckedCommunicator final : public CommunicatorLayer {
   void require(sdk::CommFeatures feature, const std::string& call) const;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -1,6 +1,6 @@
 #include "comm/collective_fingerprint.hpp"
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 Fingerprint fingerprint_of(std::uint64_t seq, const CallShape& shape) {
   Fingerprint f;
@@ -50,4 +50,4 @@ std::optional<std::string> first_mismatch(const std::vector<Fingerprint>& all) {
   return std::nullopt;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

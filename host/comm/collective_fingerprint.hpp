@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 // Sent as raw bytes (MPI_BYTE): every rank runs the same binary on the same kind of machine.
 struct Fingerprint {
@@ -33,4 +33,4 @@ CallShape shape_of(const Fingerprint& f);
 // nullopt when all agree.
 std::optional<std::string> first_mismatch(const std::vector<Fingerprint>& fingerprints);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -1,6 +1,6 @@
 #include "comm/collective_forensics.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 #include "util/atomic_file.hpp"
 
 #include <spdlog/spdlog.h>
@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 CallShape call_shape(CommOp op, const torch::Tensor& tensor, int reduce, int peer, bool ring) {
   CallShape s;
@@ -180,12 +180,16 @@ CollectiveForensics::~CollectiveForensics() {
 nlohmann::json CollectiveForensics::dump_json(const std::string& reason) const {
   nlohmann::json entries = nlohmann::json::array();
   nlohmann::json waiting = nullptr;
+  std::vector<int> peers = peer_waits_.peers();
   for (const FlightEntry& e : recorder_.entries()) {
     entries.push_back(entry_json(e));
     const bool open = e.state == CallState::Issued || e.state == CallState::Running;
     if (open && is_collective(e.shape.op) && waiting.is_null())
       waiting = {{"seq", e.seq}, {"call", describe(e.shape)}, {"state", to_string(e.state)}};
+    if (open && !is_collective(e.shape.op) && e.shape.peer >= 0) peers.push_back(e.shape.peer);
   }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   return {{"rank", rank_.load()},
           {"size", size_.load()},
           {"backend", backend_},
@@ -197,6 +201,7 @@ nlohmann::json CollectiveForensics::dump_json(const std::string& reason) const {
           {"collectives_issued", recorder_.collectives_issued()},
           {"last_collective_finished", recorder_.last_collective_finished()},
           {"waiting_in", waiting},
+          {"waiting_on", peers},
           {"entries", entries}};
 }
 
@@ -278,6 +283,7 @@ std::vector<RankProgress> read_dumps(const fs::path& dir, int size, const std::s
           p.waiting_seq = w.at("seq").get<std::uint64_t>();
           p.waiting_in = w.at("call").get<std::string>();
         }
+        if (const auto w = j.find("waiting_on"); w != j.end()) p.waiting_on = w->get<std::vector<int>>();
         p.answered = true;
       }
     } catch (const std::exception&) {
@@ -289,4 +295,4 @@ std::vector<RankProgress> read_dumps(const fs::path& dir, int size, const std::s
   return ranks;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

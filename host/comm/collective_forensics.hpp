@@ -19,6 +19,7 @@
 //   DIR/flight-recorder/verdict.json    {"kind": "hang" | "mismatch" | "error", "summary", "message"}
 #include "comm/flight_recorder.hpp"
 #include "comm/hang_verdict.hpp"
+#include "comm/peer_waits.hpp"
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
@@ -29,7 +30,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 // What a call on `tensor` is, for the flight recorder and the fingerprint check, on any backend: its op,
 // reduction, dtype, element count, peer and bytes; `ring` for gradsweep's own ring algorithm.
@@ -71,6 +72,9 @@ class CollectiveForensics {
   CollectiveForensics& operator=(const CollectiveForensics&) = delete;
 
   FlightRecorder& recorder() { return recorder_; }
+  // What this communicator's transports wait on (the MPI ring's requests); with the recorder's own
+  // unfinished send and recv, the dump's "waiting_on".
+  PeerWaits& peer_waits() { return peer_waits_; }
   nlohmann::json dump_json(const std::string& reason) const;
   // Writes rank-<r>.json; false when there is no directory or the write failed (logged).
   bool dump(const std::string& reason) const;
@@ -88,6 +92,7 @@ class CollectiveForensics {
   const char* backend_;
   std::string group_name_, group_label_, file_prefix_;  // set before the first call, then read-only
   FlightRecorder recorder_;
+  PeerWaits peer_waits_;
   std::mutex answered_mutex_;
   std::string answered_;  // the last request answered or made (or left by an earlier run), guarded by answered_mutex_
   friend void forensics::set_directory(const std::filesystem::path&, int);
@@ -97,4 +102,4 @@ class CollectiveForensics {
 // `prefix`: a group's (CollectiveForensics::set_group), empty for the job's communicator.
 std::vector<RankProgress> read_dumps(const std::filesystem::path& dir, int size, const std::string& prefix = "");
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

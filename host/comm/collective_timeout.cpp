@@ -1,13 +1,13 @@
 #include "comm/collective_timeout.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 CollectiveTimeout::CollectiveTimeout(std::chrono::duration<double> limit, Expired on_expired, Tick on_tick)
     : limit_(limit), on_expired_(std::move(on_expired)), on_tick_(std::move(on_tick)) {
@@ -75,4 +75,4 @@ double comm_timeout_seconds(double fallback) {
   return configured_timeout >= 0 ? configured_timeout.load() : fallback;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

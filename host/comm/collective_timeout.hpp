@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 class CollectiveTimeout {
  public:
@@ -71,4 +71,4 @@ class CollectiveTimeout {
 double comm_timeout_seconds(double fallback);
 void set_configured_comm_timeout(double seconds);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

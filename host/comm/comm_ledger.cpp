@@ -2,12 +2,20 @@
 
 #include <utility>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
+
+namespace {
+thread_local int uncounted_depth = 0;
+}  // namespace
+
+CommLedger::Uncounted::Uncounted() { ++uncounted_depth; }
+CommLedger::Uncounted::~Uncounted() { --uncounted_depth; }
 
 CommLedger::CommLedger(std::shared_ptr<CommLedger> parent, std::string name)
     : parent_(std::move(parent)), name_(std::move(name)) {}
 
 void CommLedger::add(const CommStats& delta) {
+  if (uncounted_depth > 0) return;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     totals_ += delta;
@@ -55,4 +63,4 @@ bool CommLedger::closed() const {
 
 bool CommLedger::parent_gone() const { return parent_ && (parent_->closed() || parent_->parent_gone()); }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 struct CommStats {
   std::uint64_t bytes_sent = 0;
@@ -63,6 +63,16 @@ class CommLedger {
   bool parent_gone() const;
   const std::string& name() const { return name_; }
 
+  // While one lives, what this thread adds to any ledger is not counted: the stack's own bookkeeping
+  // (the recorder layer's fingerprint and member exchanges) moves bytes that no strategy asked for.
+  class Uncounted {
+   public:
+    Uncounted();
+    ~Uncounted();
+    Uncounted(const Uncounted&) = delete;
+    Uncounted& operator=(const Uncounted&) = delete;
+  };
+
  private:
   bool closed() const;
   void add_from_group(const std::string& name, const CommStats& delta);
@@ -75,4 +85,4 @@ class CommLedger {
   bool closed_ = false;        // guarded by mutex_
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

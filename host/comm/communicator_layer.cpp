@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 CommunicatorLayer::CommunicatorLayer(std::unique_ptr<HostCommunicator> next)
     : owned_(std::move(next)), next_(*owned_), host_(*owned_) {
@@ -66,4 +66,4 @@ std::string algorithm_prefix(sdk::Algorithm algorithm) {
   return "algorithm " + std::to_string(static_cast<std::uint32_t>(algorithm)) + " ";
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

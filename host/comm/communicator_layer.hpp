@@ -20,7 +20,7 @@
 #include <mutex>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 class CommunicatorLayer : public HostCommunicator {
  public:
@@ -37,6 +37,7 @@ class CommunicatorLayer : public HostCommunicator {
   const char* backend() const noexcept override { return next_.backend(); }
   sdk::CommFeatures features() const noexcept override { return next_.features(); }
   const FlightRecorder* flight_recorder() override { return host_.flight_recorder(); }
+  CollectiveForensics* forensics() override { return host_.forensics(); }
   HostCommunicator& transport() override { return host_.transport(); }
 
   sdk::Status allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept override {
@@ -100,4 +101,4 @@ class CommunicatorLayer : public HostCommunicator {
 // "ring " or "hierarchical " before a call's name on a view (as the backends name their views' calls).
 std::string algorithm_prefix(sdk::Algorithm algorithm);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

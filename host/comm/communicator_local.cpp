@@ -9,7 +9,7 @@
 
 #include <chrono>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -123,4 +123,4 @@ class LocalCommunicator final : public HostCommunicator {
 
 std::unique_ptr<HostCommunicator> make_local_communicator() { return std::make_unique<LocalCommunicator>(); }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

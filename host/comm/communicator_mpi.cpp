@@ -16,7 +16,7 @@
 #include "comm/mpi_runtime.hpp"
 #include "comm/tensor_memory.hpp"
 #include "comm/watched_call.hpp"
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -24,7 +24,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 using mpi::Buffer;
@@ -341,4 +341,4 @@ sdk::Status MpiCommunicator::barrier() noexcept {
 
 std::unique_ptr<HostCommunicator> make_mpi_communicator() { return std::make_unique<MpiCommunicator>(); }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

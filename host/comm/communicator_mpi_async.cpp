@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 // One asynchronous operation as the caller sees it. The job holds the tensor until it has run.
 class MpiRequest final : public sdk::Request {
@@ -139,7 +139,7 @@ sdk::Status MpiCommunicator::reduce_scatter_async_by(sdk::Algorithm algorithm, c
     std::function<void()> body;
     if (ring) {
       body = [this, in_held = input, out_held = output, op, call]() mutable {
-        mpi::RingTransport transport(async_comm_, rank_, size_, call);
+        mpi::RingTransport transport(async_comm_, rank_, size_, call, &forensics_.peer_waits());
         ring::reduce_scatter(transport, in_held, out_held, op, ring_tuning_);
       };
     } else {
@@ -166,7 +166,7 @@ sdk::Status MpiCommunicator::allgather_async_by(sdk::Algorithm algorithm, const 
     std::function<void()> body;
     if (ring) {
       body = [this, in_held = input, out_held = output, call]() mutable {
-        mpi::RingTransport transport(async_comm_, rank_, size_, call);
+        mpi::RingTransport transport(async_comm_, rank_, size_, call, &forensics_.peer_waits());
         ring::allgather(transport, in_held, out_held, ring_tuning_);
       };
     } else {
@@ -191,4 +191,4 @@ void MpiCommunicator::drain_async() {
   requests_.clear();
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -9,7 +9,7 @@
 
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 std::unique_ptr<sdk::Group> MpiCommunicator::make_group(MPI_Comm split, const std::string& name) {
   MPI_Comm_set_errhandler(split, MPI_ERRORS_RETURN);
@@ -69,4 +69,4 @@ sdk::Status MpiCommunicator::group(sdk::GroupKind kind, std::unique_ptr<sdk::Gro
   });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 using mpi::buffer_of;
@@ -49,7 +49,7 @@ Traffic MpiCommunicator::ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sd
                                         const std::string& call) {
   const mpi::Buffer b = buffer_of(tensor, call, "the");
   check_op(op, call);
-  mpi::RingTransport transport(comm, rank_, size_, call);
+  mpi::RingTransport transport(comm, rank_, size_, call, &forensics_.peer_waits());
   ring::allreduce(transport, tensor, op, ring_tuning_);
   return allreduce_traffic(b.bytes, size_);
 }
@@ -94,7 +94,7 @@ sdk::Status MpiCommunicator::allgather_by(sdk::Algorithm algorithm, const torch:
     mpi::check_allgather_shapes(input, output, size_, "ring allgather");
     const auto recorded = record(shape(CommOp::Allgather, input, -1, -1, true));
     watched(timeout_, describe("ring allgather", input) + " per rank" + where(), [&] {
-      mpi::RingTransport transport(ring_comm_, rank_, size_, "ring allgather");
+      mpi::RingTransport transport(ring_comm_, rank_, size_, "ring allgather", &forensics_.peer_waits());
       ring::allgather(transport, input, output, ring_tuning_);
     });
     return scatter_gather_traffic(out.bytes, size_);
@@ -111,11 +111,11 @@ sdk::Status MpiCommunicator::reduce_scatter_by(sdk::Algorithm algorithm, const t
     check_op(op, "ring reduce_scatter");
     const auto recorded = record(shape(CommOp::ReduceScatter, input, static_cast<int>(op), -1, true));
     watched(timeout_, describe("ring reduce_scatter", input) + where(), [&] {
-      mpi::RingTransport transport(ring_comm_, rank_, size_, "ring reduce_scatter");
+      mpi::RingTransport transport(ring_comm_, rank_, size_, "ring reduce_scatter", &forensics_.peer_waits());
       ring::reduce_scatter(transport, input, output, op, ring_tuning_);
     });
     return scatter_gather_traffic(in.bytes, size_);
   });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -20,7 +20,7 @@
 #include "comm/collective_timeout.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "comm/watched_call.hpp"
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -32,7 +32,7 @@
 #include <cstring>
 #include <thread>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 using nccl::device_buffer;
@@ -378,4 +378,4 @@ std::string describe_nccl_communicator(const HostCommunicator& comm) {
   return nccl != nullptr ? nccl->summary() : "";
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

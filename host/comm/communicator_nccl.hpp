@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 // Whether this build has the NCCL backend.
 constexpr bool nccl_built() {
@@ -31,4 +31,4 @@ std::unique_ptr<HostCommunicator> make_nccl_communicator(int device_index);
 std::string describe_nccl_communicator(const HostCommunicator& comm);
 #endif
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

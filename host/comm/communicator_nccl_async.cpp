@@ -10,7 +10,7 @@
 
 #include <atomic>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 using nccl::device_buffer;
 using nccl::DeviceBuffer;
@@ -214,4 +214,4 @@ sdk::Status NcclCommunicator::allgather_async(const torch::Tensor& input, torch:
                        });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -18,7 +18,7 @@
 #include <functional>
 #include <map>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 // This process's node, the same number on every rank of the node.
@@ -139,4 +139,4 @@ sdk::Status NcclCommunicator::group(sdk::GroupKind kind, std::unique_ptr<sdk::Gr
   });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

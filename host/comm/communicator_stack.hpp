@@ -4,7 +4,9 @@
 // verdicts (docs/communicators.md#the-communicator-stack):
 //
 //   CheckedCommunicator     argument checks, before anything is numbered, watched or sent
-//   WatchdogCommunicator    each call numbered and watched; one past the deadline named by rank, call, number
+//   WatchdogCommunicator    each call numbered and watched; one past the deadline named by rank, call, number,
+//                           with the verdict of the ranks' flight-recorder dumps
+//   RecorderCommunicator    each call in the flight recorder; fingerprints (runtime.check_collectives); dumps
 //   the backend             a transport: it moves the data and counts its bytes and time
 //
 // A backend that carries a layer inside it (BuiltInLayers: the MPI and NCCL backends watch their own calls
@@ -14,11 +16,12 @@
 
 #include <memory>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 // Which of the stack's layers a backend already carries inside.
 struct BuiltInLayers {
   bool watchdog = false;  // its own stuck-call watchdog and hang verdict (MPI, NCCL)
+  bool recorder = false;  // its own flight recorder, fingerprint check and dumps (MPI, NCCL)
 };
 
 struct StackOptions {
@@ -26,6 +29,8 @@ struct StackOptions {
   // The collective deadline; < 0: comm_timeout_seconds(600) (GRADSWEEP_COMM_TIMEOUT, runtime.comm_timeout).
   double timeout_seconds = -1;
   HangHandler on_hang = end_process_on_hang;
+  // How long a rank whose call is overdue waits for the other ranks' flight-recorder dumps.
+  double dump_grace_seconds = WatchdogCommunicator::kDefaultDumpGraceSeconds;
 };
 
 // `backend` inside the stack's layers; the result's take_stats(), flight_recorder() and groups are the
@@ -33,4 +38,4 @@ struct StackOptions {
 std::unique_ptr<HostCommunicator> wrap_communicator(std::unique_ptr<HostCommunicator> backend,
                                                     const StackOptions& options = {});
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -3,7 +3,7 @@
 // tensor's dtype. Internal to host/comm.
 #include <torch/types.h>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 inline const char* dtype_name(torch::ScalarType t) {
   switch (t) {
@@ -18,4 +18,4 @@ inline const char* dtype_name(torch::ScalarType t) {
   }
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -1,11 +1,11 @@
 #include "comm/fault_injection.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <atomic>
 #include <stdexcept>
 
-namespace gradsweep::host::fault_injection {
+namespace gradsweep::comm::fault_injection {
 namespace {
 
 constexpr const char* kVariable = "GRADSWEEP_INJECT_FAULT";
@@ -53,4 +53,4 @@ void check_call(int rank, const std::string& call) {
                            " at step " + std::to_string(current_step.load()));
 }
 
-}  // namespace gradsweep::host::fault_injection
+}  // namespace gradsweep::comm::fault_injection

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-namespace gradsweep::host::fault_injection {
+namespace gradsweep::comm::fault_injection {
 
 // The trainer says which step runs, before the strategy's begin_step.
 void enter_step(std::int64_t step);
@@ -25,4 +25,4 @@ struct Fault {
 };
 Fault parse_fault(const std::string& text);
 
-}  // namespace gradsweep::host::fault_injection
+}  // namespace gradsweep::comm::fault_injection

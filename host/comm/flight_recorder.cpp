@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 const char* to_string(CommOp op) {
   switch (op) {
@@ -41,7 +41,7 @@ const char* to_string(CallState state) {
 
 std::string dtype_name(std::int16_t dtype) {
   if (dtype < 0) return "";
-  return host::dtype_name(static_cast<c10::ScalarType>(dtype));
+  return comm::dtype_name(static_cast<c10::ScalarType>(dtype));
 }
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -151,4 +151,4 @@ std::uint64_t FlightRecorder::seq_of(std::uint64_t id) const {
 
 std::uint64_t FlightRecorder::Scope::seq() const { return recorder_.seq_of(id_); }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 // The calls recorded. Collectives share one sequence (1, 2, ...), numbered in the order this rank issued
 // them, which is the order every rank must issue them in; point-to-point calls have their own.
@@ -125,4 +125,4 @@ class FlightRecorder {
 
 std::int64_t wall_clock_ns();
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 // How far a rank got, comparable between ranks: inside collective s counts 2s; outside any collective,
@@ -25,6 +26,51 @@ std::string phrase(const RankProgress& r) {
 }
 
 }  // namespace
+
+std::vector<int> blamed_by_waits(const std::vector<RankProgress>& ranks) {
+  std::map<int, const RankProgress*> by_rank;
+  for (const auto& r : ranks) by_rank[r.rank] = &r;
+  const auto waits = [&](int rank) {
+    const auto it = by_rank.find(rank);
+    return it != by_rank.end() && it->second->answered && !it->second->waiting_on.empty();
+  };
+  const auto in_collective = [&](int rank) {
+    const auto it = by_rank.find(rank);
+    return it != by_rank.end() && it->second->answered && it->second->waiting_seq.has_value();
+  };
+  const auto waits_on = [&](int rank, int peer) {
+    const auto it = by_rank.find(rank);
+    if (it == by_rank.end()) return false;
+    const auto& on = it->second->waiting_on;
+    return std::find(on.begin(), on.end(), peer) != on.end();
+  };
+  std::set<int> ends;
+  std::map<int, std::pair<int, int>> score;  // pointed at by, and waits on in turn
+  for (const auto& r : ranks) {
+    if (!r.answered) continue;
+    for (const int peer : std::set<int>(r.waiting_on.begin(), r.waiting_on.end())) {
+      if (peer == r.rank) continue;
+      if (!waits(peer) && !in_collective(peer)) {
+        ends.insert(peer);
+      } else if (waits(peer)) {
+        ++score[peer].first;
+        if (waits_on(peer, r.rank)) ++score[peer].second;
+      }
+    }
+  }
+  if (!ends.empty()) return {ends.begin(), ends.end()};
+  std::vector<int> best;
+  std::pair<int, int> top{0, 0};
+  for (const auto& [rank, s] : score) {
+    if (s > top) {
+      top = s;
+      best = {rank};
+    } else if (s == top) {
+      best.push_back(rank);
+    }
+  }
+  return best.size() == 1 ? best : std::vector<int>{};
+}
 
 std::string rank_list(const std::vector<int>& ranks) {
   std::string text = ranks.size() == 1 ? "rank " : "ranks ";
@@ -47,10 +93,13 @@ HangVerdict judge_hang(const std::vector<RankProgress>& ranks) {
     least = std::min(least, position(*r));
     most = std::max(most, position(*r));
   }
-  std::vector<int> behind = silent;
-  if (least != most)
-    for (const auto* r : answered)
-      if (position(*r) == least) behind.push_back(r->rank);
+  std::vector<int> behind = blamed_by_waits(ranks);
+  if (behind.empty()) {
+    behind = silent;
+    if (least != most)
+      for (const auto* r : answered)
+        if (position(*r) == least) behind.push_back(r->rank);
+  }
   std::sort(behind.begin(), behind.end());
 
   // What the ranks ahead wait in: the collective the ones behind did not finish.
@@ -107,8 +156,11 @@ HangVerdict judge_hang(const std::vector<RankProgress>& ranks) {
     }
     parts += (parts.empty() ? "" : "; ") + rank_list(who) + " " + text;
   }
+  for (const auto& r : ranks)  // "rank 3 waits on rank 2": what the blame above rests on
+    if (r.answered && !r.waiting_on.empty())
+      parts += "; " + rank_list({r.rank}) + " waits on " + rank_list(r.waiting_on);
   verdict.message = verdict.summary + ": " + parts;
   return verdict;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

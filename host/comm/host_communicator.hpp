@@ -11,8 +11,9 @@
 #include <string>
 #include <utility>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
+class CollectiveForensics;
 class FlightRecorder;
 
 class HostCommunicator : public sdk::Communicator {
@@ -38,6 +39,9 @@ class HostCommunicator : public sdk::Communicator {
   }
   // The backend's record of its calls, for the timeline's communication spans; null when it keeps none.
   virtual const FlightRecorder* flight_recorder() { return nullptr; }
+  // The recorder's part in a hang or a failure (dumps, requests, verdicts: comm/collective_forensics.hpp),
+  // for the watchdog layer above it; null when nothing records this communicator's calls.
+  virtual CollectiveForensics* forensics() { return nullptr; }
   // The backend under any layers of comm/communicator_stack.hpp (itself for a bare backend), for what only
   // one backend has (the MPI backend's node split, the NCCL backend's device).
   virtual HostCommunicator& transport() { return *this; }
@@ -76,4 +80,4 @@ std::unique_ptr<HostCommunicator> make_local_communicator();
 // nothing has (see comm/mpi_runtime.hpp). Throws std::runtime_error when MPI cannot start.
 std::unique_ptr<HostCommunicator> make_mpi_communicator();
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 std::string group_kind_name(sdk::GroupKind kind) {
   switch (kind) {
@@ -19,4 +19,4 @@ std::string negative_color_error(int color, int rank) {
          ": colors must be >= 0, every rank must be in a group";
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 class HostGroup final : public sdk::Group {
  public:
@@ -83,4 +83,4 @@ std::string split_name(int color);
 // The error of split() with a negative color (checked before any rank communicates), naming the call.
 std::string negative_color_error(int color, int rank);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

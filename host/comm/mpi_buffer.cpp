@@ -6,7 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
-namespace gradsweep::host::mpi {
+namespace gradsweep::comm::mpi {
 namespace {
 
 // bfloat16 and float16 travel as raw 16-bit words: MPI has no type for them (see mpi_reduce_ops.hpp).
@@ -78,4 +78,4 @@ void check_reduce_scatter_shapes(const torch::Tensor& input, const torch::Tensor
                                 std::to_string(output.numel()));
 }
 
-}  // namespace gradsweep::host::mpi
+}  // namespace gradsweep::comm::mpi

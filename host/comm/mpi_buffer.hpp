@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace gradsweep::host::mpi {
+namespace gradsweep::comm::mpi {
 
 // A contiguous CPU tensor of a supported type, seen as (pointer, count, MPI type).
 struct Buffer {
@@ -37,4 +37,4 @@ void check_allgather_shapes(const torch::Tensor& input, const torch::Tensor& out
 void check_reduce_scatter_shapes(const torch::Tensor& input, const torch::Tensor& output, int ranks,
                                  const std::string& call);
 
-}  // namespace gradsweep::host::mpi
+}  // namespace gradsweep::comm::mpi

@@ -28,7 +28,7 @@
 #include <set>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 class MpiRequest;
 
@@ -181,4 +181,4 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   AsyncWorker worker_;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

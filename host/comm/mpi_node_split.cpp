@@ -2,12 +2,12 @@
 
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_runtime.hpp"
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <cstdlib>
 #include <stdexcept>
 
-namespace gradsweep::host::mpi {
+namespace gradsweep::comm::mpi {
 
 int ranks_per_node_override() {
   return static_cast<int>(env::positive_integer("GRADSWEEP_RANKS_PER_NODE", 1 << 20).value_or(0));
@@ -69,4 +69,4 @@ NodeSplit::~NodeSplit() {
     if (*c != MPI_COMM_NULL && active()) MPI_Comm_free(c);
 }
 
-}  // namespace gradsweep::host::mpi
+}  // namespace gradsweep::comm::mpi

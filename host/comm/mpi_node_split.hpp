@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host::mpi {
+namespace gradsweep::comm::mpi {
 
 class NodeSplit {
  public:
@@ -45,4 +45,4 @@ MPI_Comm split_node(MPI_Comm parent, const std::string& call);
 // The ranks in the job (MPI_COMM_WORLD) of `comm`'s ranks, in `comm`'s order.
 std::vector<int> job_ranks(MPI_Comm comm);
 
-}  // namespace gradsweep::host::mpi
+}  // namespace gradsweep::comm::mpi

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace gradsweep::host::mpi {
+namespace gradsweep::comm::mpi {
 namespace {
 
 struct Sum {
@@ -61,4 +61,4 @@ MPI_Op reduce_op(torch::ScalarType dtype, sdk::ReduceOp op) {
 
 void create_reduce_ops() { ops16(); }
 
-}  // namespace gradsweep::host::mpi
+}  // namespace gradsweep::comm::mpi

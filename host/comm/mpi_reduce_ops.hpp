@@ -12,7 +12,7 @@
 
 #include <torch/types.h>
 
-namespace gradsweep::host::mpi {
+namespace gradsweep::comm::mpi {
 
 // MPI_SUM/MAX/MIN, or the 16-bit user-defined op. Throws std::invalid_argument on an unknown op.
 MPI_Op reduce_op(torch::ScalarType dtype, sdk::ReduceOp op);
@@ -20,4 +20,4 @@ MPI_Op reduce_op(torch::ScalarType dtype, sdk::ReduceOp op);
 // Creates the user-defined ops; call once MPI runs, before any thread may need them.
 void create_reduce_ops();
 
-}  // namespace gradsweep::host::mpi
+}  // namespace gradsweep::comm::mpi

@@ -8,9 +8,11 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdint>
+#include <vector>
 #include <stdexcept>
 
-namespace gradsweep::host::mpi {
+namespace gradsweep::comm::mpi {
 namespace {
 
 // How the first exchange of a collective waits once its neighbour is late (below).
@@ -38,19 +40,21 @@ int byte_count(std::size_t bytes, const std::string& call) {
 
 }  // namespace
 
-RingTransport::RingTransport(MPI_Comm comm, int rank, int size, std::string call)
+RingTransport::RingTransport(MPI_Comm comm, int rank, int size, std::string call, PeerWaits* waits)
     : comm_(comm),
       rank_(rank),
       size_(size),
       left_((rank + size - 1) % size),
       right_((rank + 1) % size),
-      call_(std::move(call)) {
+      call_(std::move(call)),
+      waits_(waits) {
   for (auto& pair : requests_) pair = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
 }
 
 // An exception thrown mid-ring leaves requests behind; cancel nothing (a send cannot be cancelled
 // portably) but do not leak them either: the job is about to end anyway (a failed collective ends it).
 RingTransport::~RingTransport() {
+  if (waits_ != nullptr) waits_->clear(this);
   for (auto& pair : requests_)
     for (MPI_Request& r : pair)
       if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
@@ -71,6 +75,18 @@ ring::Transport::Ticket RingTransport::start(const void* send, std::size_t send_
   return next_++;
 }
 
+// MPI_Request_get_status looks without completing, so the loop below still owns the requests.
+void RingTransport::publish_waits(std::array<MPI_Request, 2>& pair) {
+  std::vector<int> peers;
+  for (int side = 0; side < 2; ++side) {
+    if (pair[side] == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    if (MPI_Request_get_status(pair[side], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+      peers.push_back(side == 0 ? left_ : right_);
+  }
+  waits_->set(this, std::move(peers));
+}
+
 void RingTransport::finish(Ticket ticket) {
   if (ticket != finished_) throw std::logic_error(call_ + ": ring exchanges finished out of order");
   auto& pair = requests_[ticket % kMaxInFlight];
@@ -89,7 +105,21 @@ void RingTransport::finish(Ticket ticket) {
   const auto began = std::chrono::steady_clock::now();
   bool napping = false;
   int rc = MPI_SUCCESS, done = 0;
+  // A wait this long is worth telling the hang verdict about (checked every 256 tests, then again as
+  // often, so that a neighbour that stops answering mid-collective is seen).
+  constexpr auto kPublishAfter = std::chrono::milliseconds(100);
+  auto published = began;
+  bool waiting_published = false;
+  std::uint32_t tests = 0;
   while ((rc = MPI_Testall(2, pair.data(), &done, statuses.data())) == MPI_SUCCESS && !done) {
+    if (waits_ != nullptr && (++tests & 255U) == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - published > kPublishAfter) {
+        publish_waits(pair);
+        published = now;
+        waiting_published = true;
+      }
+    }
     if (may_nap && !napping && std::chrono::steady_clock::now() - began > kSpinBeforeNap) {
       tighten_timer_slack();
       napping = true;
@@ -102,10 +132,11 @@ void RingTransport::finish(Ticket ticket) {
     }
   }
   ++finished_;
+  if (waiting_published) waits_->clear(this);
   if (rc == MPI_ERR_IN_STATUS) {
     for (const MPI_Status& s : statuses) check_mpi(s.MPI_ERROR, call_, "MPI_Testall");
   }
   check_mpi(rc, call_, "MPI_Testall");
 }
 
-}  // namespace gradsweep::host::mpi
+}  // namespace gradsweep::comm::mpi

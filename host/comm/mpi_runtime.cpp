@@ -1,6 +1,6 @@
 #include "comm/mpi_runtime.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <mpi.h>
 #include <spdlog/spdlog.h>
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <stdexcept>
 
-namespace gradsweep::host::mpi {
+namespace gradsweep::comm::mpi {
 namespace {
 
 int granted_level = -1;  // set once by ensure_initialized
@@ -108,4 +108,4 @@ void end_hung_job(const std::string& what, double waited, double limit, int exit
   abort_job(exit_code);
 }
 
-}  // namespace gradsweep::host::mpi
+}  // namespace gradsweep::comm::mpi

@@ -4,7 +4,7 @@
 // host/comm talk to MPI directly.
 #include <string>
 
-namespace gradsweep::host::mpi {
+namespace gradsweep::comm::mpi {
 
 // True when an MPI launcher started this process: mpirun (OMPI_COMM_WORLD_SIZE), a PMIx launcher such
 // as `srun --mpi=pmix` (PMIX_RANK) or a PMI-1/2 one such as `srun --mpi=pmi2` or MPICH's hydra (PMI_SIZE).
@@ -35,4 +35,4 @@ std::string error_message(int code);
 // that never joined it, then ends every rank with `exit_code`. Shared by the MPI and NCCL backends.
 [[noreturn]] void end_hung_job(const std::string& what, double waited, double limit, int exit_code);
 
-}  // namespace gradsweep::host::mpi
+}  // namespace gradsweep::comm::mpi

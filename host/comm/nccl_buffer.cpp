@@ -7,7 +7,7 @@
 #include <optional>
 #include <stdexcept>
 
-namespace gradsweep::host::nccl {
+namespace gradsweep::comm::nccl {
 namespace {
 
 std::optional<ncclDataType_t> nccl_type(torch::ScalarType t) {
@@ -91,4 +91,4 @@ void prepare_reduce_scatter(const DeviceBuffer& in, DeviceBuffer& out, int rank,
     out.device = torch::empty_like(out.user);
 }
 
-}  // namespace gradsweep::host::nccl
+}  // namespace gradsweep::comm::nccl

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-namespace gradsweep::host::nccl {
+namespace gradsweep::comm::nccl {
 
 ncclRedOp_t nccl_op(sdk::ReduceOp op);
 
@@ -44,4 +44,4 @@ void prepare_allgather(DeviceBuffer& in, const DeviceBuffer& out, int rank, int 
 // this rank's slot is replaced by scratch that finish() copies back.
 void prepare_reduce_scatter(const DeviceBuffer& in, DeviceBuffer& out, int rank, int ranks, const std::string& call);
 
-}  // namespace gradsweep::host::nccl
+}  // namespace gradsweep::comm::nccl

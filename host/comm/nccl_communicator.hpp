@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 class NcclRequest;
 
@@ -187,4 +187,4 @@ class NcclCommunicator final : public HostCommunicator {
   NcclForensics forensics_;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -6,7 +6,7 @@
 #include <set>
 #include <utility>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 bool open(const FlightEntry& e) { return e.id != 0 && (e.state == CallState::Issued || e.state == CallState::Running); }
@@ -105,4 +105,4 @@ std::string NcclForensics::on_failure(const std::string& error) {
   return verdict.message;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 // "allreduce of 1024 float32 (4.0 KiB) #12" (the collective's number, the same on every rank), "send of
 // 4 float32 (16 B) to rank 1 (point-to-point #3)": what the watchdog, errors and logs call a recorded call.
@@ -89,4 +89,4 @@ class NcclForensics {
   CollectiveTimeout timeout_;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -3,7 +3,7 @@
 // algorithm allows that exact aliasing.
 #include <torch/types.h>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 inline bool overlap(const torch::Tensor& a, const torch::Tensor& b) {
   if (a.numel() == 0 || b.numel() == 0) return false;
@@ -12,4 +12,4 @@ inline bool overlap(const torch::Tensor& a, const torch::Tensor& b) {
   return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <sstream>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 // The exit code of a hung job, as the MPI backend's watchdog ends one (communicator_mpi.cpp).
@@ -33,7 +33,8 @@ std::string HangReport::message() const {
 }
 
 void end_process_on_hang(const HangReport& report) {
-  const std::string message = "hang: " + report.message();
+  const std::string message =
+      "hang: " + report.message() + (report.verdict.empty() ? "" : "; the flight recorders say: " + report.verdict);
   spdlog::error("{}", message);
   forensics::write_verdict("hang", report.call + " #" + std::to_string(report.seq), message);
   spdlog::default_logger()->flush();
@@ -44,21 +45,43 @@ void end_process_on_hang(const HangReport& report) {
 // The calls in flight by key ("allreduce #3"), so that the watchdog's one-line description becomes a
 // whole report when it fires.
 struct WatchdogCommunicator::Watch {
-  Watch(double limit, HangHandler handler, std::string group_name)
-      : limit_seconds(limit), on_hang(std::move(handler)), group(std::move(group_name)) {
-    timeout = std::make_unique<CollectiveTimeout>(std::chrono::duration<double>(limit_seconds),
-                                                  [this](const std::string& key, double waited) {
-                                                    HangReport found;
-                                                    {
-                                                      const std::lock_guard<std::mutex> lock(mutex);
-                                                      const auto it = in_flight.find(key);
-                                                      if (it == in_flight.end()) return;
-                                                      found = it->second;
-                                                    }
-                                                    found.waited_seconds = waited;
-                                                    found.limit_seconds = limit_seconds;
-                                                    on_hang(found);
-                                                  });
+  Watch(double limit, HangHandler handler, std::string group_name, CollectiveForensics* recorded, double grace)
+      : limit_seconds(limit),
+        grace_seconds(grace),
+        on_hang(std::move(handler)),
+        group(std::move(group_name)),
+        dumps(recorded) {
+    timeout = std::make_unique<CollectiveTimeout>(
+        std::chrono::duration<double>(limit_seconds),
+        [this](const std::string& key, double waited) { fire(key, waited); },
+        [this] {
+          const std::lock_guard<std::mutex> lock(dumps_mutex);
+          if (dumps != nullptr) dumps->poll_requests();
+        });
+  }
+
+  // From the watchdog's thread: the overdue call's report, with what the ranks' dumps say.
+  void fire(const std::string& key, double waited) {
+    HangReport found;
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      const auto it = in_flight.find(key);
+      if (it == in_flight.end()) return;
+      found = it->second;
+    }
+    found.waited_seconds = waited;
+    found.limit_seconds = limit_seconds;
+    {
+      const std::lock_guard<std::mutex> lock(dumps_mutex);
+      if (dumps != nullptr) found.verdict = dumps->on_hang(found.message(), grace_seconds).message;
+    }
+    on_hang(found);
+  }
+
+  // The communicator goes: its recorder with it, though a request may keep this watch a little longer.
+  void detach() {
+    const std::lock_guard<std::mutex> lock(dumps_mutex);
+    dumps = nullptr;
   }
 
   // One call in flight, from its start to its end (for an async call: its request's completion).
@@ -85,9 +108,11 @@ struct WatchdogCommunicator::Watch {
     std::unique_ptr<CollectiveTimeout::Scope> scope_;
   };
 
-  const double limit_seconds;
+  const double limit_seconds, grace_seconds;
   const HangHandler on_hang;
   const std::string group;
+  std::mutex dumps_mutex;
+  CollectiveForensics* dumps;  // the recorder below, or null; guarded by dumps_mutex
   std::atomic<std::uint64_t> collectives{0}, point_to_point{0};
   std::mutex mutex;
   std::map<std::string, HangReport> in_flight;  // guarded by mutex
@@ -123,17 +148,22 @@ class WatchedRequest final : public sdk::Request {
 }  // namespace
 
 WatchdogCommunicator::WatchdogCommunicator(std::unique_ptr<HostCommunicator> next, double limit_seconds,
-                                           HangHandler on_hang)
+                                           HangHandler on_hang, double dump_grace_seconds)
     : CommunicatorLayer(std::move(next)) {
-  watch_ = std::make_shared<Watch>(limit_seconds, std::move(on_hang), group_name());
+  watch_ = std::make_shared<Watch>(limit_seconds, std::move(on_hang), group_name(), forensics(), dump_grace_seconds);
 }
 
 WatchdogCommunicator::WatchdogCommunicator(sdk::Communicator& view, sdk::Algorithm algorithm,
                                            WatchdogCommunicator& owner)
-    : CommunicatorLayer(view, algorithm, owner), watch_(owner.watch_) {}
+    : CommunicatorLayer(view, algorithm, owner), watch_(owner.watch_), owns_watch_(false) {}
+
+WatchdogCommunicator::~WatchdogCommunicator() {
+  if (owns_watch_) watch_->detach();
+}
 
 std::unique_ptr<CommunicatorLayer> WatchdogCommunicator::over_group(std::unique_ptr<HostCommunicator> group) {
-  return std::make_unique<WatchdogCommunicator>(std::move(group), watch_->limit_seconds, watch_->on_hang);
+  return std::make_unique<WatchdogCommunicator>(std::move(group), watch_->limit_seconds, watch_->on_hang,
+                                                watch_->grace_seconds);
 }
 
 HangReport WatchdogCommunicator::report(const std::string& call, std::uint64_t seq, const torch::Tensor& t) const {
@@ -223,4 +253,4 @@ sdk::Status WatchdogCommunicator::allgather_async(const torch::Tensor& input, to
                        [&] { return next().allgather_async(input, output, request); });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

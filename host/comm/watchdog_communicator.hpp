@@ -7,9 +7,13 @@
 // request completes or is waited for; with_algorithm's views share the sequence of their communicator,
 // each group has its own (its name in the verdict).
 //
-// What happens then is the handler's: by default the verdict is logged, written to the forensics
-// verdict file (comm/collective_forensics.hpp, kind "hang") and the process ends with exit code 3, as
-// the MPI backend's own watchdog ends a hung job; a test passes a handler that records the verdict.
+// When the layer below records the calls (comm/recorder_communicator.hpp: forensics() is not null), the
+// overdue rank first dumps its flight recorder, asks the other ranks for theirs (its watchdog thread
+// answers their requests too, once a second) and adds what the dumps say to the report (`verdict`:
+// which rank did not finish which collective, comm/hang_verdict.hpp), also written to verdict.json.
+// What happens then is the handler's: by default the report is logged, written to the forensics
+// verdict file (kind "hang", unless the dumps' verdict is there first) and the process ends with exit
+// code 3, as the MPI backend's own watchdog ends a hung job; a test passes a handler that records it.
 // Backends that carry their own watchdog (MPI, NCCL: comm/backend_registry.hpp's BuiltInLayers) do not
 // get this layer, so that one hang is reported once.
 #include "comm/collective_timeout.hpp"
@@ -21,7 +25,7 @@
 #include <memory>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 struct HangReport {
   int rank = 0, size = 1;
@@ -30,6 +34,9 @@ struct HangReport {
   std::uint64_t seq = 0;
   std::string what;  // the call as the flight recorder describes it
   double waited_seconds = 0, limit_seconds = 0;
+  // From the ranks' flight-recorder dumps: "rank 2 did not finish allreduce #3: ..."; empty when nothing
+  // records the calls or no cell directory is set (comm/collective_forensics.hpp).
+  std::string verdict;
 
   // "rank 1 of 2: allreduce #3 (...) did not finish within 0.2 s (waited 0.2 s)"
   std::string message() const;
@@ -42,10 +49,16 @@ using HangHandler = std::function<void(const HangReport&)>;
 
 class WatchdogCommunicator final : public CommunicatorLayer {
  public:
+  // How long an overdue rank waits for the other ranks' dumps before it judges from those that came.
+  static constexpr double kDefaultDumpGraceSeconds = 5.0;
+
   // `limit_seconds` <= 0: nothing is watched (GRADSWEEP_COMM_TIMEOUT=0).
   WatchdogCommunicator(std::unique_ptr<HostCommunicator> next, double limit_seconds,
-                       HangHandler on_hang = end_process_on_hang);
+                       HangHandler on_hang = end_process_on_hang, double dump_grace_seconds = kDefaultDumpGraceSeconds);
   WatchdogCommunicator(sdk::Communicator& view, sdk::Algorithm algorithm, WatchdogCommunicator& owner);
+  ~WatchdogCommunicator() override;
+  WatchdogCommunicator(const WatchdogCommunicator&) = delete;
+  WatchdogCommunicator& operator=(const WatchdogCommunicator&) = delete;
 
   sdk::Status allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;
   sdk::Status broadcast(torch::Tensor& tensor, int root) noexcept override;
@@ -80,6 +93,7 @@ class WatchdogCommunicator final : public CommunicatorLayer {
   HangReport report(const std::string& call, std::uint64_t seq, const torch::Tensor& tensor) const;
 
   std::shared_ptr<Watch> watch_;
+  bool owns_watch_ = true;  // false in a view's layer, which shares its communicator's watch
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

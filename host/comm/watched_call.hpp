@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 
 // Runs `call` watched as `what` and returns what it returns.
 template <typename Call>
@@ -26,4 +26,4 @@ void watched_mpi(CollectiveTimeout& timeout, std::string what, const std::string
   mpi::check_mpi(rc, op, function);
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -1,6 +1,7 @@
 #include "config/cell_config.hpp"
 
 #include "config/duplicate_keys.hpp"
+#include "config/key_path.hpp"
 #include "config/option_schema.hpp"
 #include "config/yaml_guard.hpp"
 
@@ -9,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 namespace fs = std::filesystem;
 using sdk::OptionSpec;
 using sdk::OptionType;
@@ -157,23 +158,10 @@ void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, co
 
 void apply_override(YAML::Node& root, const std::string& assignment) {
   const auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0)
+  if (eq == std::string::npos || !is_key_path(assignment.substr(0, eq)))
     throw std::runtime_error("--set '" + assignment + "': expected key.path=value");
   const std::string key = assignment.substr(0, eq);
-  const YAML::Node value = parse_config_yaml(assignment.substr(eq + 1), "--set " + key);
-  std::vector<std::string> parts;
-  std::stringstream ss(key);
-  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
-  // yaml-cpp nodes are handles: walk with fresh handles, never reassign one (that would alias nodes).
-  std::function<void(YAML::Node, std::size_t)> set = [&](YAML::Node node, std::size_t i) {
-    if (i + 1 == parts.size()) {
-      node[parts[i]] = value;
-      return;
-    }
-    if (!node[parts[i]] || !node[parts[i]].IsMap()) node[parts[i]] = YAML::Node(YAML::NodeType::Map);
-    set(node[parts[i]], i + 1);
-  };
-  set(root, 0);
+  set_key_path(root, key, parse_config_yaml(assignment.substr(eq + 1), "--set " + key));
 }
 
 CellConfig parse_cell_config(const std::string& yaml_text, const std::string& file_name, const fs::path& base_dir,
@@ -354,4 +342,4 @@ sdk::Options resolve_plugin_options(const CellConfig& config, const std::string&
   return options;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

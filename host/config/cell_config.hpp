@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 // The strategy of a cell without a strategy section: the one place the host names a plugin.
 inline constexpr const char* kDefaultStrategy = "single";
@@ -54,7 +54,7 @@ struct CellConfig {
   YAML::Node root;   // as written, after --set overrides
   std::string model_name;
   // model.init_from made absolute: a Hugging Face model directory to start from; empty: the plugin's own
-  // initialisation (export/model_import.hpp).
+  // initialisation (weights/model_import.hpp).
   std::filesystem::path init_from;
   std::string strategy_name;
   // data.train / data.val as written, relative paths made absolute against the file's directory: one
@@ -107,4 +107,4 @@ void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, co
 sdk::Options resolve_plugin_options(const CellConfig& config, const std::string& section,
                                     const std::vector<sdk::OptionSpec>& specs, const OptionChoices& choices = {});
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

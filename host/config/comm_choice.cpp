@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 bool is_comm_choice(const std::string& choice) {
   const std::vector<std::string> choices = split_choices(kCommChoiceList);
@@ -43,4 +43,4 @@ CommDecision choose_comm(const CommRequest& request) {
   return {"local", why};
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

@@ -6,7 +6,7 @@
 // Kept apart from creating the backend so that the rule can be tested on any machine.
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 inline constexpr const char* kCommChoices = "auto, local, mpi or nccl";
 // The same as declared choices (runtime.comm's, checked by config/option_schema's check_choice).
@@ -35,4 +35,4 @@ struct CommDecision {
 // choice came from and what to do), as is a GRADSWEEP_COMM value outside kCommChoices.
 CommDecision choose_comm(const CommRequest& request);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

@@ -1,6 +1,6 @@
 #include "config/config_error.hpp"
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 namespace {
 std::string join(const std::vector<std::string>& problems) {
@@ -29,4 +29,4 @@ void Diagnostics::throw_if_any() const {
   if (!problems_.empty()) throw ConfigError(problems_);
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

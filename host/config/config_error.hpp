@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 class ConfigError : public std::runtime_error {
  public:
@@ -39,4 +39,4 @@ class Diagnostics {
   std::vector<std::string> problems_;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

@@ -2,7 +2,7 @@
 
 #include <map>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 namespace {
 
@@ -34,4 +34,4 @@ void walk(const YAML::Node& node, const std::string& path, Diagnostics& diag) {
 
 void check_duplicate_keys(const YAML::Node& root, Diagnostics& diag) { walk(root, "", diag); }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

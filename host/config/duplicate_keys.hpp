@@ -8,10 +8,10 @@
 
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 // Walks `root` (as parsed, so that nodes have their positions) and reports every key that repeats one
 // earlier in the same mapping, at the repeat, naming the line:column of the first.
 void check_duplicate_keys(const YAML::Node& root, Diagnostics& diag);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

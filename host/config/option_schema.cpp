@@ -7,7 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 const char* type_name(sdk::OptionType type) {
   switch (type) {
@@ -207,4 +207,4 @@ YAML::Node to_yaml(const sdk::Options& options) {
   return node;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

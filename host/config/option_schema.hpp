@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 // The values a numeric key accepts. Every integer and number of the host's schema has one, so that a 0
 // that would divide (metrics.log_every) or a size that would overflow a product (train.batch_size x
@@ -67,4 +67,4 @@ YAML::Node to_yaml(const sdk::Options& options);
 
 const char* type_name(sdk::OptionType type);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

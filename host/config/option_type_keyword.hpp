@@ -3,7 +3,7 @@
 // messages use option_schema's type_name ("an integer") instead.
 #include <gradsweep/sdk/options.hpp>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 inline const char* type_keyword(sdk::OptionType type) {
   switch (type) {
@@ -15,4 +15,4 @@ inline const char* type_keyword(sdk::OptionType type) {
   return "?";
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 namespace {
 
@@ -308,4 +308,4 @@ YAML::Node parse_config_yaml(const std::string& text, const std::string& file) {
   return root;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

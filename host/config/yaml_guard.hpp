@@ -22,7 +22,7 @@
 #include <cstddef>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::config {
 
 struct YamlLimits {
   static constexpr std::size_t kMaxTextBytes = 4u << 20;       // the file (or --set value) as written
@@ -36,4 +36,4 @@ struct YamlLimits {
 // Throws ConfigError.
 YAML::Node parse_config_yaml(const std::string& text, const std::string& file);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::config

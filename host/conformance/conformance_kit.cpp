@@ -26,8 +26,8 @@ fs::path workspace_dir(const KitRequest& request) {
   return fs::temp_directory_path() / ("gradsweep-check-" + request.strategy + "-" + std::to_string(::getpid()));
 }
 
-const host::PluginRecord& find_strategy(const host::PluginRegistry& registry, const std::string& name) {
-  if (const host::PluginRecord* found = registry.try_find(sdk::PluginKind::Strategy, name)) return *found;
+const plugins::PluginRecord& find_strategy(const plugins::PluginRegistry& registry, const std::string& name) {
+  if (const plugins::PluginRecord* found = registry.try_find(sdk::PluginKind::Strategy, name)) return *found;
   std::string known;
   for (const auto& p : registry.plugins())
     if (p.descriptor->kind == sdk::PluginKind::Strategy) known += (known.empty() ? "" : ", ") + p.name;
@@ -119,9 +119,9 @@ KitReport check_strategy(const KitRequest& request, std::ostream& progress) {
   ctx.ws = make_workspace(dir, request.cell.empty() ? default_kit_cell() : request.cell, request.steps);
   KitReport report{request.strategy, request.options, ctx.ws.reference, request.steps};
   try {
-    const host::CellConfig base = host::load_cell_config(ctx.ws.cell);
-    host::PluginRegistry registry;
-    registry.scan(host::PluginRegistry::search_path(base.plugin_paths));
+    const config::CellConfig base = config::load_cell_config(ctx.ws.cell);
+    plugins::PluginRegistry registry;
+    registry.scan(plugins::PluginRegistry::search_path(base.plugin_paths));
     ctx.strategy = &find_strategy(registry, request.strategy);
     ctx.strategy_sets = {"strategy.name=" + request.strategy};
     ctx.strategy_sets.insert(ctx.strategy_sets.end(), request.options.begin(), request.options.end());

@@ -36,25 +36,25 @@ JobRun KitContext::run(const JobSpec& spec, const std::string& what) const {
   return done;
 }
 
-std::vector<RankPlan> plan_ranks(const KitContext& ctx, const host::PluginRegistry& registry,
+std::vector<RankPlan> plan_ranks(const KitContext& ctx, const plugins::PluginRegistry& registry,
                                  const std::vector<int>& ranks) {
-  const host::CellConfig config = host::load_cell_config(ctx.ws.cell, ctx.strategy_sets);
-  const host::PluginRecord& strategy = *ctx.strategy;
-  const sdk::Options options =
-      host::resolve_plugin_options(config, "strategy", host::option_specs(strategy), host::option_choices(strategy));
+  const config::CellConfig config = config::load_cell_config(ctx.ws.cell, ctx.strategy_sets);
+  const plugins::PluginRecord& strategy = *ctx.strategy;
+  const sdk::Options options = config::resolve_plugin_options(config, "strategy", plugins::option_specs(strategy),
+                                                              plugins::option_choices(strategy));
   // The model as its plugin resolves it, for a check_plan that looks at it (fsdp's units, a block size).
   experiment::ModelFacts facts;
   std::optional<sdk::ModelInfo> model;
-  if (const host::PluginRecord* m = registry.try_find(sdk::PluginKind::Model, config.model_name))
-    model =
-        facts.of(*m, host::resolve_plugin_options(config, "model", host::option_specs(*m), host::option_choices(*m)));
+  if (const plugins::PluginRecord* m = registry.try_find(sdk::PluginKind::Model, config.model_name))
+    model = facts.of(
+        *m, config::resolve_plugin_options(config, "model", plugins::option_specs(*m), plugins::option_choices(*m)));
   else
     throw std::runtime_error(ctx.ws.cell.string() + ": model '" + config.model_name +
                              "' is not among the plugins found");
 
   std::vector<RankPlan> plans;
   for (const int r : ranks) {
-    const host::PlanVerdict verdict =
+    const plugins::PlanVerdict verdict =
         experiment::check_planned_strategy(strategy, config, 1, r, options, model ? &*model : nullptr);
     RankPlan plan{r, verdict.refusal, verdict.capabilities.value_or(sdk::StrategyCapabilities{})};
     const int computing = std::max(1, verdict.computing_ranks);

@@ -24,7 +24,7 @@ struct RankPlan {
 
 struct KitContext {
   Workspace ws;
-  const host::PluginRecord* strategy = nullptr;
+  const plugins::PluginRecord* strategy = nullptr;
   std::vector<std::string> strategy_sets;  // strategy.name=NAME, then the options given with --set
   std::vector<RankPlan> plans;             // one per rank count asked for, in order
   double hang_deadline_seconds = 30;
@@ -40,7 +40,7 @@ struct KitContext {
 
 // Judges each rank count in `ranks` for the strategy named in `ctx` with its options; throws the host's
 // configuration error (naming the key) when the options given are not valid at all.
-std::vector<RankPlan> plan_ranks(const KitContext& ctx, const host::PluginRegistry& registry,
+std::vector<RankPlan> plan_ranks(const KitContext& ctx, const plugins::PluginRegistry& registry,
                                  const std::vector<int>& ranks);
 
 }  // namespace gradsweep::conformance

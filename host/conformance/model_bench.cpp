@@ -7,32 +7,32 @@
 
 namespace gradsweep::conformance {
 
-ModelBench::ModelBench(const host::PluginRecord& record, sdk::Options options, std::uint64_t seed)
+ModelBench::ModelBench(const plugins::PluginRecord& record, sdk::Options options, std::uint64_t seed)
     : record_(&record),
       options_(std::move(options)),
-      comm_(host::make_local_communicator()),
+      comm_(comm::make_local_communicator()),
       logger_("model " + record.name),
       seed_(seed) {}
 
-std::unique_ptr<host::ModelInstance> ModelBench::build(std::uint64_t seed) const {
+std::unique_ptr<plugins::ModelInstance> ModelBench::build(std::uint64_t seed) const {
   torch::manual_seed(seed);
-  return std::make_unique<host::ModelInstance>(
+  return std::make_unique<plugins::ModelInstance>(
       *record_, sdk::PluginContext{options_, logger_, metrics_, *comm_, torch::Device(torch::kCPU)});
 }
 
-sdk::ModelInfo info_of(const host::ModelInstance& model) {
+sdk::ModelInfo info_of(const plugins::ModelInstance& model) {
   sdk::ModelInfo info;
   model.call<&sdk::ModelAbi::info>(&info);
   return info;
 }
 
-std::vector<sdk::Parameter> parameters_of(const host::ModelInstance& model) {
+std::vector<sdk::Parameter> parameters_of(const plugins::ModelInstance& model) {
   std::vector<sdk::Parameter> params;
   model.call<&sdk::ModelAbi::parameters>(&params);
   return params;
 }
 
-std::vector<sdk::NamedTensor> buffers_of(const host::ModelInstance& model) {
+std::vector<sdk::NamedTensor> buffers_of(const plugins::ModelInstance& model) {
   std::vector<sdk::NamedTensor> buffers;
   model.call<&sdk::ModelAbi::buffers>(&buffers);
   return buffers;
@@ -59,7 +59,7 @@ sdk::Batch batch_slice(const sdk::Batch& batch, std::int64_t begin, std::int64_t
   return part;
 }
 
-torch::Tensor loss_of(const host::ModelInstance& model, const sdk::Batch& batch, bool training,
+torch::Tensor loss_of(const plugins::ModelInstance& model, const sdk::Batch& batch, bool training,
                       std::uint64_t rng_seed) {
   model.call<&sdk::ModelAbi::set_training>(training);
   torch::manual_seed(rng_seed);
@@ -68,7 +68,7 @@ torch::Tensor loss_of(const host::ModelInstance& model, const sdk::Batch& batch,
   return loss;
 }
 
-std::vector<torch::Tensor> gradients_of(const host::ModelInstance& model, const sdk::Batch& batch,
+std::vector<torch::Tensor> gradients_of(const plugins::ModelInstance& model, const sdk::Batch& batch,
                                         std::uint64_t rng_seed) {
   const std::vector<sdk::Parameter> params = parameters_of(model);
   for (const auto& p : params) p.tensor.mutable_grad() = torch::Tensor();  // backward adds to what is there

@@ -21,21 +21,21 @@ class ModelBench {
  public:
   // `options` are the model's validated options; `seed` is the check's train.seed: instances, batches
   // and dropout keys all derive from it.
-  ModelBench(const host::PluginRecord& record, sdk::Options options, std::uint64_t seed);
+  ModelBench(const plugins::PluginRecord& record, sdk::Options options, std::uint64_t seed);
 
   // A fresh instance, its parameters drawn after torch::manual_seed(seed).
-  std::unique_ptr<host::ModelInstance> build(std::uint64_t seed) const;
-  std::unique_ptr<host::ModelInstance> build() const { return build(seed_); }
+  std::unique_ptr<plugins::ModelInstance> build(std::uint64_t seed) const;
+  std::unique_ptr<plugins::ModelInstance> build() const { return build(seed_); }
 
-  const host::PluginRecord& record() const { return *record_; }
+  const plugins::PluginRecord& record() const { return *record_; }
   std::uint64_t seed() const { return seed_; }
 
  private:
-  const host::PluginRecord* record_;
+  const plugins::PluginRecord* record_;
   sdk::Options options_;  // the instances' PluginContext refers to it and to the services below
-  std::unique_ptr<host::HostCommunicator> comm_;
-  mutable host::PluginLogger logger_;
-  mutable host::StepMetrics metrics_;
+  std::unique_ptr<comm::HostCommunicator> comm_;
+  mutable services::PluginLogger logger_;
+  mutable services::StepMetrics metrics_;
   std::uint64_t seed_;
 };
 
@@ -50,9 +50,9 @@ struct ModelCheckContext {
   std::string dropout_note{};     // "dropout=0.1 set by the check", or "" when the options were the user's
 };
 
-sdk::ModelInfo info_of(const host::ModelInstance& model);
-std::vector<sdk::Parameter> parameters_of(const host::ModelInstance& model);
-std::vector<sdk::NamedTensor> buffers_of(const host::ModelInstance& model);
+sdk::ModelInfo info_of(const plugins::ModelInstance& model);
+std::vector<sdk::Parameter> parameters_of(const plugins::ModelInstance& model);
+std::vector<sdk::NamedTensor> buffers_of(const plugins::ModelInstance& model);
 
 // `samples` sequences of `seq_len` random tokens below `vocab`, drawn from a generator of their own (the
 // host's stays untouched), keyed as the trainer keys a training micro-batch: sample_ids 0..samples-1 of
@@ -64,9 +64,10 @@ sdk::Batch batch_slice(const sdk::Batch& batch, std::int64_t begin, std::int64_t
 
 // The loss in training or evaluation mode, the host's generator seeded with `rng_seed` first (so that
 // a model drawing from it is as repeatable as it is in the trainer, where the seed is set once).
-torch::Tensor loss_of(const host::ModelInstance& model, const sdk::Batch& batch, bool training, std::uint64_t rng_seed);
+torch::Tensor loss_of(const plugins::ModelInstance& model, const sdk::Batch& batch, bool training,
+                      std::uint64_t rng_seed);
 // Every parameter's gradient of that training loss (zeros for one backward does not reach), in order.
-std::vector<torch::Tensor> gradients_of(const host::ModelInstance& model, const sdk::Batch& batch,
+std::vector<torch::Tensor> gradients_of(const plugins::ModelInstance& model, const sdk::Batch& batch,
                                         std::uint64_t rng_seed);
 
 }  // namespace gradsweep::conformance

@@ -16,8 +16,8 @@
 namespace gradsweep::conformance {
 namespace {
 
-const host::PluginRecord& find_model(const host::PluginRegistry& registry, const std::string& name) {
-  if (const host::PluginRecord* found = registry.try_find(sdk::PluginKind::Model, name)) return *found;
+const plugins::PluginRecord& find_model(const plugins::PluginRegistry& registry, const std::string& name) {
+  if (const plugins::PluginRecord* found = registry.try_find(sdk::PluginKind::Model, name)) return *found;
   std::string known;
   for (const auto& p : registry.plugins())
     if (p.descriptor->kind == sdk::PluginKind::Model) known += (known.empty() ? "" : ", ") + p.name;
@@ -33,17 +33,17 @@ struct CheckedOptions {
 
 // The --set values validated against the plugin's declared options as `gradsweep train` validates a
 // cell's model section, with the dropout option set when the model declares it and the user did not.
-CheckedOptions checked_options(const host::PluginRecord& record, const ModelCheckRequest& request) {
+CheckedOptions checked_options(const plugins::PluginRecord& record, const ModelCheckRequest& request) {
   YAML::Node root(YAML::NodeType::Map);
   for (const auto& o : request.options) {
     if (o.rfind("model.", 0) != 0 || o.find('=') == std::string::npos || o.rfind("model.name=", 0) == 0)
       throw std::invalid_argument("--set " + o +
                                   ": the check takes the model's own options only, model.KEY=VALUE (the model "
                                   "is named by its argument)");
-    host::apply_override(root, o);
+    config::apply_override(root, o);
   }
   CheckedOptions checked{{}, request.options};
-  const std::vector<sdk::OptionSpec> specs = host::option_specs(record);
+  const std::vector<sdk::OptionSpec> specs = plugins::option_specs(record);
   checked.dropout_declared =
       !request.dropout_key.empty() && std::any_of(specs.begin(), specs.end(), [&](const sdk::OptionSpec& s) {
         return s.key == request.dropout_key && s.type == sdk::OptionType::Float;
@@ -51,12 +51,12 @@ CheckedOptions checked_options(const host::PluginRecord& record, const ModelChec
   const YAML::Node& given = root;  // const: asking for an absent key must not add it
   if (checked.dropout_declared && !(given["model"] && given["model"][request.dropout_key])) {
     const std::string set = "model." + request.dropout_key + "=" + short_number(request.dropout);
-    host::apply_override(root, set);
+    config::apply_override(root, set);
     checked.shown.push_back(set);
     checked.dropout_note = request.dropout_key + "=" + short_number(request.dropout) + " set by the check";
   }
-  host::Diagnostics diag("--set");
-  checked.options = host::resolve_options(given["model"], "model", specs, host::option_choices(record), {}, diag);
+  config::Diagnostics diag("--set");
+  checked.options = config::resolve_options(given["model"], "model", specs, plugins::option_choices(record), {}, diag);
   diag.throw_if_any();
   return checked;
 }
@@ -99,10 +99,10 @@ std::vector<std::string> ModelCheckReport::failures() const {
 
 ModelCheckReport check_model(const ModelCheckRequest& request) {
   const auto start = std::chrono::steady_clock::now();
-  host::PluginRegistry registry;
+  plugins::PluginRegistry registry;
   for (const auto& file : request.files) registry.load_file(file);
-  registry.scan(host::PluginRegistry::search_path(request.paths));
-  const host::PluginRecord& record = find_model(registry, request.model);
+  registry.scan(plugins::PluginRegistry::search_path(request.paths));
+  const plugins::PluginRecord& record = find_model(registry, request.model);
   CheckedOptions checked = checked_options(record, request);
 
   const ModelBench bench(record, std::move(checked.options), request.seed);

@@ -108,14 +108,14 @@ std::string unreached_parameter(const sdk::ModelUnit& unit, const torch::Tensor&
 
 Finding check_model_units(const ModelCheckContext& ctx) {
   const char* property = "units";
-  if (!host::plugin_has<&sdk::ModelAbi::units>(ctx.bench->record()))
-    return passed(property, "not applicable: " + host::lacks_method<&sdk::ModelAbi::units>(ctx.bench->record()) +
+  if (!plugins::plugin_has<&sdk::ModelAbi::units>(ctx.bench->record()))
+    return passed(property, "not applicable: " + plugins::lacks_method<&sdk::ModelAbi::units>(ctx.bench->record()) +
                                 "; the model is one unit, the root");
   const auto model = ctx.bench->build();
   const auto params = parameters_of(*model);
   std::vector<sdk::ModelUnit> units;
   try {
-    units = host::model_units(*model, params.size());  // the trainer's own check: in range, one unit at most
+    units = train::model_units(*model, params.size());  // the trainer's own check: in range, one unit at most
   } catch (const std::exception& e) {
     return failed(property, "", e.what());
   }

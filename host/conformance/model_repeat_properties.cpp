@@ -41,7 +41,8 @@ std::string first_difference(const char* kind, const std::vector<Named>& a, cons
 
 // The training and the evaluation loss of `a` and `b` on the check's batch; "" when both pairs are equal
 // bit for bit, else which differs and by how much.
-std::string loss_difference(const ModelCheckContext& ctx, const host::ModelInstance& a, const host::ModelInstance& b) {
+std::string loss_difference(const ModelCheckContext& ctx, const plugins::ModelInstance& a,
+                            const plugins::ModelInstance& b) {
   for (const bool training : {true, false}) {
     const torch::Tensor la = loss_of(a, ctx.batch, training, ctx.bench->seed()).detach();
     const torch::Tensor lb = loss_of(b, ctx.batch, training, ctx.bench->seed()).detach();
@@ -118,7 +119,7 @@ Finding check_model_dropout_split(const ModelCheckContext& ctx) {
 namespace {
 
 // The model's parameters and buffers under the trainer's checkpoint keys (host/train/checkpoint.cpp).
-std::string saved_model(const host::ModelInstance& model) {
+std::string saved_model(const plugins::ModelInstance& model) {
   torch::serialize::OutputArchive archive;
   for (const auto& p : parameters_of(model)) archive.write("param/" + p.name, p.tensor.detach().clone());
   for (const auto& b : buffers_of(model)) archive.write("buffer/" + b.name, b.tensor.detach().clone());
@@ -128,7 +129,7 @@ std::string saved_model(const host::ModelInstance& model) {
 }
 
 // Reads them back into `model` as the trainer's resume does; throws naming a key it lacks.
-void load_model(const host::ModelInstance& model, const std::string& saved) {
+void load_model(const plugins::ModelInstance& model, const std::string& saved) {
   torch::serialize::InputArchive archive;
   std::istringstream bytes(saved);
   archive.load_from(bytes);

@@ -14,9 +14,9 @@ struct BadValue {
 
 // Two rounds, since one key takes one value per job: a value of the wrong type for every key, then a value
 // outside the choices for every key that has choices. `gradsweep train` reports every bad key at once.
-std::vector<std::vector<BadValue>> bad_values(const host::PluginRecord& strategy) {
-  const auto specs = host::option_specs(strategy);
-  const auto choices = host::option_choices(strategy);
+std::vector<std::vector<BadValue>> bad_values(const plugins::PluginRecord& strategy) {
+  const auto specs = plugins::option_specs(strategy);
+  const auto choices = plugins::option_choices(strategy);
   std::vector<BadValue> wrong_type, outside;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const std::string key = specs[i].key;

@@ -30,8 +30,8 @@ std::string vocabulary_problem(const data::SplitFacts& facts, const std::string&
          std::to_string(facts.max_token + 1) + " (the tokenizer's vocab_size is in the data set's dataset.json)";
 }
 
-void check_cell_data(const host::CellConfig& config, const sdk::ModelInfo* model, DataFacts& data_facts,
-                     const std::function<YAML::Node(const std::string& key)>& node_of, host::Diagnostics& diag) {
+void check_cell_data(const config::CellConfig& config, const sdk::ModelInfo* model, DataFacts& data_facts,
+                     const std::function<YAML::Node(const std::string& key)>& node_of, config::Diagnostics& diag) {
   for (const auto& [key, entries] : {std::pair{"data.train", &config.train_data}, {"data.val", &config.val_data}}) {
     const data::SplitFacts* facts = nullptr;
     try {

@@ -42,7 +42,7 @@ std::string vocabulary_problem(const data::SplitFacts& facts, const std::string&
 // Both splits of a planned cell: each refused where it cannot be read (at data.train / data.val), and where
 // `model` (when its plugin answered) lacks a row for an id in it (at model.vocab_size, or the model section
 // when the cell does not set it). `node_of(key)` is the cell's node for a key, for file:line:column.
-void check_cell_data(const host::CellConfig& config, const sdk::ModelInfo* model, DataFacts& data_facts,
-                     const std::function<YAML::Node(const std::string& key)>& node_of, host::Diagnostics& diag);
+void check_cell_data(const config::CellConfig& config, const sdk::ModelInfo* model, DataFacts& data_facts,
+                     const std::function<YAML::Node(const std::string& key)>& node_of, config::Diagnostics& diag);
 
 }  // namespace gradsweep::experiment

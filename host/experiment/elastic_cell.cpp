@@ -13,7 +13,7 @@
 namespace gradsweep::experiment {
 namespace fs = std::filesystem;
 
-int resolve_elastic(const YAML::Node& root, int nodes, host::Diagnostics& diag) {
+int resolve_elastic(const YAML::Node& root, int nodes, config::Diagnostics& diag) {
   const YAML::Node launcher = root["launcher"];
   if (!launcher || !launcher.IsMap() || !launcher["elastic"]) return 0;
   const YAML::Node section = launcher["elastic"];
@@ -21,7 +21,7 @@ int resolve_elastic(const YAML::Node& root, int nodes, host::Diagnostics& diag) 
     diag.error(section, "launcher.elastic", "expected a mapping, e.g. {min_nodes: 2}");
     return 0;
   }
-  const sdk::Options options = host::resolve_options(section, "launcher.elastic", elastic_options(), {}, diag);
+  const sdk::Options options = config::resolve_options(section, "launcher.elastic", elastic_options(), {}, diag);
   const int min_nodes = static_cast<int>(options.integer("min_nodes"));
   const YAML::Node where = section["min_nodes"] ? section["min_nodes"] : section;
   if (min_nodes < 1 || min_nodes > nodes)

@@ -29,7 +29,7 @@ namespace gradsweep::experiment {
 
 // launcher.elastic.min_nodes of a cell's tree (0 when absent): at least 1, at most the cell's nodes; problems
 // go to `diag` with the key's file:line:column.
-int resolve_elastic(const YAML::Node& root, int nodes, host::Diagnostics& diag);
+int resolve_elastic(const YAML::Node& root, int nodes, config::Diagnostics& diag);
 
 // The ranks a failure names as the culprits: "killed: rank 3 signal 9" -> {3}; "hang: ranks 1,3 did not finish
 // allreduce #12" -> {1, 3}; none for any other failure.

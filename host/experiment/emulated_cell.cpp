@@ -2,11 +2,11 @@
 
 #include "experiment/cluster_tool.hpp"
 #include "experiment/launcher_options.hpp"
-#include "experiment/sweep_matrix.hpp"
 
 #include "cluster/bandwidth.hpp"
 #include "cluster/cluster_spec.hpp"
 #include "cluster/time_dilation.hpp"
+#include "config/key_path.hpp"
 #include "config/option_schema.hpp"
 
 #include <nlohmann/json.hpp>
@@ -40,7 +40,7 @@ const std::string& network_admin_problem() {
 // The node at `path`, else its nearest ancestor: where a message about a missing key points.
 YAML::Node node_or_parent(const YAML::Node& root, std::string path) {
   for (;;) {
-    if (const YAML::Node n = find_path(root, path); n) return n;
+    if (const YAML::Node n = config::find_key_path(root, path); n) return n;
     const auto dot = path.rfind('.');
     if (dot == std::string::npos) return root;
     path = path.substr(0, dot);
@@ -50,10 +50,10 @@ YAML::Node node_or_parent(const YAML::Node& root, std::string path) {
 }  // namespace
 
 runs::EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::string& name,
-                                                const std::string& dilation, int nodes, host::Diagnostics& diag) {
+                                                const std::string& dilation, int nodes, config::Diagnostics& diag) {
   runs::EmulatedCluster emulated;
   const YAML::Node name_node = node_or_parent(root, "launcher.name");
-  const YAML::Node link_node = find_path(root, "launcher.link");
+  const YAML::Node link_node = config::find_key_path(root, "launcher.link");
   if (name != "local" && name != "emulated") {
     diag.error(name_node, "launcher.name",
                "'" + name +
@@ -63,7 +63,7 @@ runs::EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const st
   }
   if (name == "local") {
     for (const char* key : {"launcher.link", "launcher.dilation"})
-      if (const YAML::Node n = find_path(root, key); n)
+      if (const YAML::Node n = config::find_key_path(root, key); n)
         diag.error(n, key, "only an emulated cluster has links to shape; set launcher.name: emulated, or drop it");
     return emulated;
   }
@@ -75,7 +75,7 @@ runs::EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const st
                std::to_string(nodes) + " nodes do not fit one emulated cluster (1 to " +
                    std::to_string(cluster::kMaxNodes) + ")");
 
-  const sdk::Options link = host::resolve_options(link_node, "launcher.link", link_options(), {}, diag);
+  const sdk::Options link = config::resolve_options(link_node, "launcher.link", link_options(), {}, diag);
   const std::string rate = link.text("bandwidth");
   const YAML::Node rate_node = node_or_parent(root, "launcher.link.bandwidth");
   if (rate.empty()) {

@@ -22,7 +22,7 @@ namespace gradsweep::experiment {
 // with the cell's matrix values set); `name` and `dilation` as resolved from the launcher's options.
 // Problems go to `diag`. For a local cell, link and dilation are refused: they would do nothing.
 runs::EmulatedCluster resolve_emulated_launcher(const YAML::Node& root, const std::string& name,
-                                                const std::string& dilation, int nodes, host::Diagnostics& diag);
+                                                const std::string& dilation, int nodes, config::Diagnostics& diag);
 
 // The cell's identity beyond nodes and ranks_per_node: two cells that differ only by their link are two
 // cells. Empty for a local cell, so that local sweeps keep their ids.

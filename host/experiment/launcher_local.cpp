@@ -1,6 +1,6 @@
 #include "experiment/launcher_local.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 #include "experiment/elastic_cell.hpp"
 #include "experiment/launcher_emulated.hpp"
 #include "runs/machine_load.hpp"
@@ -162,8 +162,8 @@ std::vector<std::string> mpirun_command(int world, int threads, const std::vecto
       "mpirun", "--oversubscribe",     "--bind-to", "none",
       "-np",    std::to_string(world), "-x",        "OMP_NUM_THREADS=" + std::to_string(threads)};
   // Variables the ranks need from the driver's environment, when set.
-  for (const host::env::Variable& var : host::env::registry())
-    if (var.forwarded && host::env::raw(var.name)) mpirun.insert(mpirun.end(), {"-x", var.name});
+  for (const env::Variable& var : env::registry())
+    if (var.forwarded && env::raw(var.name)) mpirun.insert(mpirun.end(), {"-x", var.name});
   for (const auto& assignment : extra_env) mpirun.insert(mpirun.end(), {"-x", assignment});
   mpirun.insert(mpirun.end(), rank_argv.begin(), rank_argv.end());
   return mpirun;

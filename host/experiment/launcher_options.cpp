@@ -3,8 +3,8 @@
 namespace gradsweep::experiment {
 using sdk::OptionType;
 
-const std::vector<host::HostOption>& launcher_options() {
-  static const std::vector<host::HostOption> options{
+const std::vector<config::HostOption>& launcher_options() {
+  static const std::vector<config::HostOption> options{
       {{"name", OptionType::String, "local", "local (mpirun on this machine) or emulated (emulated_cell.hpp)"}},
       {{"dilation", OptionType::String, "1", "emulated: time-dilation factor >= 1, or auto"}},
       {{"nodes", OptionType::Int, "1", "nodes per cell"}, {1, 1e5}},
@@ -16,8 +16,8 @@ const std::vector<host::HostOption>& launcher_options() {
   return options;
 }
 
-const std::vector<host::HostOption>& slurm_options() {
-  static const std::vector<host::HostOption> options{
+const std::vector<config::HostOption>& slurm_options() {
+  static const std::vector<config::HostOption> options{
       {{"partition", OptionType::String, "", "sbatch --partition"}},
       {{"account", OptionType::String, "", "sbatch --account"}},
       {{"time", OptionType::String, "", "sbatch --time, per cell"}},
@@ -29,14 +29,14 @@ const std::vector<host::HostOption>& slurm_options() {
   return options;
 }
 
-const std::vector<host::HostOption>& link_options() {
-  static const std::vector<host::HostOption> options{
+const std::vector<config::HostOption>& link_options() {
+  static const std::vector<config::HostOption> options{
       {{"bandwidth", OptionType::String, "", "each node's link rate in each direction: 100mbit, 1Gbit, 10Gbit"}}};
   return options;
 }
 
-const std::vector<host::HostOption>& elastic_options() {
-  static const std::vector<host::HostOption> options{
+const std::vector<config::HostOption>& elastic_options() {
+  static const std::vector<config::HostOption> options{
       {{"min_nodes", OptionType::Int, "0",
         "the fewest nodes a cell may go on with after losing some (at most launcher.nodes; 0 = not elastic: a lost "
         "node fails the cell)"},

@@ -10,12 +10,12 @@ namespace gradsweep::experiment {
 
 // launcher: {name, dilation, nodes, ranks_per_node, threads}; its `slurm`, `link` and `elastic` are tables of
 // their own.
-const std::vector<host::HostOption>& launcher_options();
+const std::vector<config::HostOption>& launcher_options();
 // launcher.slurm: the sbatch options with a value (its lists `extra` and `setup` are read apart).
-const std::vector<host::HostOption>& slurm_options();
+const std::vector<config::HostOption>& slurm_options();
 // launcher.link: an emulated cluster's links.
-const std::vector<host::HostOption>& link_options();
+const std::vector<config::HostOption>& link_options();
 // launcher.elastic: a cell that loses nodes goes on with fewer (elastic_cell.hpp).
-const std::vector<host::HostOption>& elastic_options();
+const std::vector<config::HostOption>& elastic_options();
 
 }  // namespace gradsweep::experiment

@@ -2,7 +2,7 @@
 
 #include "comm/host_communicator.hpp"
 #include "config/option_schema.hpp"
-#include "export/model_import.hpp"
+#include "weights/model_import.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "services/logging.hpp"
 #include "services/step_metrics.hpp"
@@ -18,7 +18,7 @@ namespace gradsweep::experiment {
 
 // The key is asked for once per cell: built from the values directly, as emitting YAML for it cost more
 // than the rest of the look-up.
-std::string ModelFacts::key_of(const host::PluginRecord& record, const sdk::Options& options) {
+std::string ModelFacts::key_of(const plugins::PluginRecord& record, const sdk::Options& options) {
   std::string id = record.path.string() + "\n" + record.name;
   for (const auto& [key, value] : options.values()) {
     id += "\n" + key + "=" + std::to_string(value.index()) + ":";
@@ -40,28 +40,28 @@ std::string ModelFacts::key_of(const host::PluginRecord& record, const sdk::Opti
   return id;
 }
 
-const sdk::ModelInfo& ModelFacts::of(const host::PluginRecord& record, const sdk::Options& options) {
+const sdk::ModelInfo& ModelFacts::of(const plugins::PluginRecord& record, const sdk::Options& options) {
   const std::string id = key_of(record, options);
   if (const auto it = known_.find(id); it != known_.end()) return it->second;
 
   const torch::NoGradGuard no_grad;
-  const auto comm = host::make_local_communicator();
-  host::PluginLogger logger("model " + record.name);
-  host::StepMetrics metrics;
-  const host::ModelInstance model(record, {options, logger, metrics, *comm, torch::Device(torch::kCPU)});
+  const auto comm = comm::make_local_communicator();
+  services::PluginLogger logger("model " + record.name);
+  services::StepMetrics metrics;
+  const plugins::ModelInstance model(record, {options, logger, metrics, *comm, torch::Device(torch::kCPU)});
   sdk::ModelInfo info;
   model.call<&sdk::ModelAbi::info>(&info);
   return known_.emplace(id, info).first->second;
 }
 
-void ModelFacts::check_weights(const host::PluginRecord& record, const sdk::Options& options,
+void ModelFacts::check_weights(const plugins::PluginRecord& record, const sdk::Options& options,
                                const std::filesystem::path& dir) {
   const std::string id = key_of(record, options) + "\ninit_from=" + dir.string();
   auto it = weights_checked_.find(id);
   if (it == weights_checked_.end()) {
     std::string refusal;
     try {
-      host::check_hf_weights(record, options, dir);
+      weights::check_hf_weights(record, options, dir);
     } catch (const std::exception& e) {
       refusal = e.what();
     }

@@ -10,7 +10,7 @@
 
 namespace gradsweep::experiment {
 
-runs::ReportOptions parse_report_options(const YAML::Node& root, host::Diagnostics& diag) {
+runs::ReportOptions parse_report_options(const YAML::Node& root, config::Diagnostics& diag) {
   runs::ReportOptions options;
   const YAML::Node report = root["report"];
   if (!report || report.IsNull()) return options;
@@ -55,12 +55,12 @@ runs::ReportOptions read_report_options(const std::filesystem::path& out_dir) {
   }
   YAML::Node root;
   try {
-    root = host::parse_config_yaml(text.str(), file.string());
-    for (const auto& o : overrides) host::apply_override(root, o);
+    root = config::parse_config_yaml(text.str(), file.string());
+    for (const auto& o : overrides) config::apply_override(root, o);
   } catch (const std::exception&) {
     return {};  // the plan was made from this file: it parsed then; nothing to steer the report with
   }
-  host::Diagnostics diag(file.string());
+  config::Diagnostics diag(file.string());
   const runs::ReportOptions options = parse_report_options(root, diag);
   diag.throw_if_any();
   return options;

@@ -18,10 +18,10 @@
 namespace gradsweep::experiment {
 
 // Reads and checks root["report"]; problems go to `diag` with the key's line and column.
-runs::ReportOptions parse_report_options(const YAML::Node& root, host::Diagnostics& diag);
+runs::ReportOptions parse_report_options(const YAML::Node& root, config::Diagnostics& diag);
 
 // The `report` section of DIR/experiment.yaml (the copy `gradsweep run` keeps, with its --set lines);
-// empty options when there is none. Throws host::ConfigError when the section is malformed.
+// empty options when there is none. Throws config::ConfigError when the section is malformed.
 runs::ReportOptions read_report_options(const std::filesystem::path& out_dir);
 
 }  // namespace gradsweep::experiment

@@ -14,11 +14,10 @@
 // link_bandwidth (launcher.link.bandwidth) and dilation (launcher.dilation) of an emulated cluster.
 // exclude compares values as written (text), so "1e-3" does not match "0.001".
 //
-// A point of the matrix refers to values by position; apply_point builds the cell from a fresh copy of
-// the file's tree, so that every value keeps its line and column for error messages.
+// The sections arrive read and typed (sweep_sections.hpp); a point of the matrix refers to their values
+// by position, and cell_tree.hpp sets them in the cell's tree.
 #include "config/config_error.hpp"
-
-#include <yaml-cpp/yaml.h>
+#include "experiment/sweep_sections.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -28,14 +27,9 @@
 
 namespace gradsweep::experiment {
 
-struct Axis {
-  std::string name;  // as written in the matrix (or in an include entry)
-  std::string path;  // the configuration key it sets: "strategy.name", "launcher.nodes"
-};
-
 struct MatrixPoint {
   std::vector<int> value_index;      // per matrix axis; -1 = not set by the matrix (include entries)
-  int include_index = -1;            // >= 0: the cell is include[include_index]
+  int include_index = -1;            // >= 0: the cell is SweepSections::include[include_index]
   int repeat = 0;                    // 0-based repetition
   std::optional<std::int64_t> seed;  // repeat: {seeds: [...]}: this repetition's seed
 };
@@ -47,29 +41,12 @@ struct SweepMatrix {
   bool vary_seed = true;  // false: repeat: {count: N, vary_seed: false}
 };
 
-// The configuration key an axis name sets ("nodes" -> "launcher.nodes"); other names are paths already.
-std::string axis_path(const std::string& axis);
-
-// Bounds on a sweep's size (docs/experiments.md): repetitions of each cell, and cells in all unless the
-// user raises it (`--max-cells`).
-inline constexpr long long kMaxRepeats = 1000;
+// Bound on a sweep's size (docs/experiments.md): cells in all unless the user raises it (`--max-cells`).
 inline constexpr std::size_t kDefaultMaxCells = 10000;
 
-// Reads matrix, exclude, include and repeat from the experiment's tree; problems go to `diag`, among them
-// a sweep of more than `max_cells` cells (then no points are built).
-SweepMatrix expand_matrix(const YAML::Node& root, host::Diagnostics& diag, std::size_t max_cells = kDefaultMaxCells);
-
-// Sets the point's values in `root` (a fresh copy of the experiment's tree), read from its own matrix and
-// include, or from `source` (the experiment's tree) when `root` is a copy of the cell sections only.
-void apply_point(YAML::Node& root, const SweepMatrix& matrix, const MatrixPoint& point,
-                 const YAML::Node* source = nullptr);
-
-// Sets `root` at a dotted path to `value`, creating mappings on the way.
-void set_path(YAML::Node root, const std::string& dotted, const YAML::Node& value);
-// The node at a dotted path, or an undefined node.
-YAML::Node find_path(const YAML::Node& root, const std::string& dotted);
-
-// A value as one line of text: scalars as written, anything else as flow YAML.
-std::string value_text(const YAML::Node& value);
+// The points of the sweep. The sections' problems go to `diag` in the order expansion meets them, among
+// them a sweep of more than `max_cells` cells (then no points are built).
+SweepMatrix expand_matrix(const SweepSections& sections, config::Diagnostics& diag,
+                          std::size_t max_cells = kDefaultMaxCells);
 
 }  // namespace gradsweep::experiment

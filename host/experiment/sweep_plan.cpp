@@ -1,15 +1,16 @@
 #include "experiment/sweep_plan.hpp"
 
 #include "experiment/cell_id.hpp"
+#include "experiment/cell_launcher.hpp"
+#include "experiment/cell_locations.hpp"
+#include "experiment/cell_tree.hpp"
 #include "experiment/data_facts.hpp"
 #include "experiment/emulated_cell.hpp"
-#include "experiment/elastic_cell.hpp"
-#include "experiment/launcher_options.hpp"
 #include "experiment/model_facts.hpp"
-#include "experiment/sweep_matrix.hpp"
 #include "experiment/sweep_plan_check.hpp"
 
 #include "config/cell_config.hpp"
+#include "config/key_path.hpp"
 #include "config/option_schema.hpp"
 #include "data/batch_loader.hpp"
 #include "plugins/plugin_declarations.hpp"
@@ -19,7 +20,6 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -27,8 +27,8 @@
 
 namespace gradsweep::experiment {
 namespace fs = std::filesystem;
-using host::ConfigError;
-using host::Diagnostics;
+using config::ConfigError;
+using config::Diagnostics;
 
 namespace {
 
@@ -49,51 +49,7 @@ std::string plugin_options_label(const std::string& axis, const YAML::Node& cell
   return options.empty() ? "" : "(" + options + ")";
 }
 
-// parse_cell_config reads the cell as emitted text, so its positions are in that text: tag them and
-// point them back at the experiment file through the key each message names.
-constexpr const char* kEmittedName = "<cell>";
-
-std::string location(const std::string& file, const YAML::Node& node) {
-  try {
-    if (node && node.IsDefined()) {
-      const YAML::Mark mark = node.Mark();
-      if (mark.line >= 0) return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-    }
-  } catch (const YAML::Exception&) {
-  }
-  return file;
-}
-
-// The node a key path names in `root`: the key itself for "unknown key" messages, else its value; the
-// nearest existing ancestor when the key is missing.
-YAML::Node node_for_key(const YAML::Node& root, const std::string& key, bool want_key) {
-  std::string path = key;
-  while (!path.empty()) {
-    const auto dot = path.rfind('.');
-    const std::string parent = dot == std::string::npos ? "" : path.substr(0, dot);
-    const std::string leaf = dot == std::string::npos ? path : path.substr(dot + 1);
-    const YAML::Node parent_node = parent.empty() ? root : find_path(root, parent);
-    if (parent_node && parent_node.IsMap())
-      for (const auto& item : parent_node)
-        if (item.first.Scalar() == leaf) return want_key ? item.first : item.second;
-    path = parent;
-  }
-  return root;
-}
-
-std::string relocate(const std::string& problem, const YAML::Node& cell_root, const std::string& file) {
-  static const std::regex with_position("^<cell>(?::\\d+:\\d+)?: ([^ :]+): (.*)$");
-  std::smatch m;
-  if (!std::regex_match(problem, m, with_position)) {
-    if (problem.rfind(kEmittedName, 0) == 0) return file + problem.substr(std::string(kEmittedName).size());
-    return problem;
-  }
-  const std::string key = m[1], message = m[2];
-  const YAML::Node node = node_for_key(cell_root, key, message.rfind("unknown", 0) == 0);
-  return location(file, node) + ": " + key + ": " + message;
-}
-
-std::string available(const host::PluginRegistry& registry, sdk::PluginKind kind) {
+std::string available(const plugins::PluginRegistry& registry, sdk::PluginKind kind) {
   std::string names;
   for (const auto& p : registry.plugins())
     if (p.kind == kind) names += (names.empty() ? "" : ", ") + p.name;
@@ -101,19 +57,6 @@ std::string available(const host::PluginRegistry& registry, sdk::PluginKind kind
 }
 
 std::string absolute_text(const fs::path& p) { return fs::absolute(p).lexically_normal().string(); }
-
-// The cell sections and the launcher of the experiment's tree, cloned: a cell to edit without parsing the
-// file again (the sweep's own sections, which may hold thousands of values, are left out). Clones have no
-// positions, so a cell with a problem is built again from a fresh parse for the message (plan_sweep).
-YAML::Node cell_sections_copy(const YAML::Node& root) {
-  YAML::Node copy(YAML::NodeType::Map);
-  for (const auto& item : root) {
-    const std::string key = item.first.Scalar();
-    if (key == "launcher" || std::find(cell_sections().begin(), cell_sections().end(), key) != cell_sections().end())
-      copy[key] = YAML::Clone(item.second);
-  }
-  return copy;
-}
 
 struct BuiltCell {
   runs::PlannedCell cell;
@@ -131,98 +74,41 @@ bool take_problems(Diagnostics& diag, std::vector<std::string>& problems) {
   return false;
 }
 
-// One cell's configuration tree: the experiment with the matrix point applied (`root`, where the launcher
-// keys are), and the cell's own sections of it (`cell`), what `gradsweep train` will read.
-struct CellTree {
-  YAML::Node root;
-  YAML::Node cell{YAML::NodeType::Map};
-};
-
-CellTree cell_tree(const ExperimentFile& exp, const SweepMatrix& matrix, const MatrixPoint& point, bool fast) {
-  CellTree tree{fast ? cell_sections_copy(exp.root) : exp.fresh_root()};
-  apply_point(tree.root, matrix, point, fast ? &exp.root : nullptr);
-  for (const auto& item : tree.root) {
-    const std::string key = item.first.Scalar();
-    if (std::find(cell_sections().begin(), cell_sections().end(), key) != cell_sections().end())
-      tree.cell[key] = item.second;
-  }
-  return tree;
-}
-
-// Where and how the cell's ranks run: the `launcher` section and its `slurm` part, validated.
-struct LauncherSettings {
-  sdk::Options launcher;
-  runs::EmulatedCluster emulated;
-  sdk::Options slurm;
-  std::vector<std::string> extra;  // launcher.slurm.extra: sbatch option lines
-  std::vector<std::string> setup;  // launcher.slurm.setup: shell lines run before srun
-  int elastic_min_nodes = 0;       // launcher.elastic.min_nodes
-  int nodes() const { return static_cast<int>(launcher.integer("nodes")); }
-  int ranks_per_node() const { return static_cast<int>(launcher.integer("ranks_per_node")); }
-};
-
-// A list of strings (or one string) under `key` of a launcher.slurm section, into `out`.
-void read_lines(const YAML::Node& slurm_node, const char* key, const char* what, std::vector<std::string>& out,
-                Diagnostics& diag) {
-  if (!slurm_node || !slurm_node.IsMap() || !slurm_node[key]) return;
-  const YAML::Node e = slurm_node[key];
-  if (e.IsSequence() && std::all_of(e.begin(), e.end(), [](const YAML::Node& n) { return n.IsScalar(); }))
-    for (const auto& line : e) out.push_back(line.Scalar());
-  else if (e.IsScalar())
-    out.push_back(e.Scalar());
-  else
-    diag.error(e, std::string("launcher.slurm.") + key, std::string("expected a list of ") + what);
-}
-
-LauncherSettings resolve_launcher(const YAML::Node& root, Diagnostics& diag) {
-  const YAML::Node launcher_node = root["launcher"];
-  LauncherSettings s;
-  s.launcher = host::resolve_options(launcher_node, "launcher", launcher_options(), {"slurm", "link", "elastic"}, diag);
-  s.emulated = resolve_emulated_launcher(root, s.launcher.text("name"), s.launcher.text("dilation"),
-                                         static_cast<int>(s.launcher.integer("nodes")), diag);
-  s.elastic_min_nodes = resolve_elastic(root, static_cast<int>(s.launcher.integer("nodes")), diag);
-  if (s.launcher.has("threads"))
-    host::check_threads_fit_machine(s.launcher.integer("threads"), node_for_key(root, "launcher.threads", false),
-                                    "launcher.threads", diag);
-  const YAML::Node slurm_node = launcher_node ? launcher_node["slurm"] : YAML::Node();
-  s.slurm = host::resolve_options(slurm_node, "launcher.slurm", slurm_options(), {"extra", "setup"}, diag);
-  read_lines(slurm_node, "extra", "sbatch option lines", s.extra, diag);
-  read_lines(slurm_node, "setup", "shell lines", s.setup, diag);
-  return s;
-}
-
 // The model's and the strategy's options, validated against the nodes of the experiment file itself.
 std::map<std::string, sdk::Options> resolve_plugin_sections(const YAML::Node& cell,
-                                                            const host::PluginRegistry& registry, Diagnostics& diag) {
+                                                            const plugins::PluginRegistry& registry,
+                                                            Diagnostics& diag) {
   std::map<std::string, sdk::Options> plugin_options;
   for (const auto& [section, kind] : {std::pair{std::string("model"), sdk::PluginKind::Model},
                                       {std::string("strategy"), sdk::PluginKind::Strategy}}) {
-    const YAML::Node name_node = find_path(cell, section + ".name");
+    const YAML::Node name_node = config::find_key_path(cell, section + ".name");
     const bool default_strategy = section == "strategy" && !cell["strategy"];  // as in train
     if (!default_strategy && (!name_node || !name_node.IsScalar())) continue;  // parse_cell_config says so
-    const std::string name = default_strategy ? host::kDefaultStrategy : name_node.Scalar();
-    const host::PluginRecord* record = registry.try_find(kind, name);
+    const std::string name = default_strategy ? config::kDefaultStrategy : name_node.Scalar();
+    const plugins::PluginRecord* record = registry.try_find(kind, name);
     if (record == nullptr) {
       diag.error(name_node, section + ".name",
                  "unknown " + section + " plugin '" + name + "'; available: " + available(registry, kind));
       continue;
     }
-    plugin_options[section] = host::resolve_options(cell[section], section, host::option_specs(*record),
-                                                    host::option_choices(*record), host::host_keys_of(section), diag);
+    plugin_options[section] =
+        config::resolve_options(cell[section], section, plugins::option_specs(*record),
+                                plugins::option_choices(*record), config::host_keys_of(section), diag);
   }
   return plugin_options;
 }
 
 // The host's sections, through the same loader as `gradsweep train`; its problems, placed in the
 // experiment file, go to `problems`.
-std::optional<host::CellConfig> load_cell_config(const YAML::Node& cell, const ExperimentFile& exp, bool fast,
-                                                 std::vector<std::string>& problems) {
+std::optional<config::CellConfig> load_cell_config(const YAML::Node& cell, const ExperimentFile& exp,
+                                                   Positions positions, std::vector<std::string>& problems) {
   const std::string file = exp.file.string();
   try {
-    if (fast) return host::parse_cell_tree(cell, kEmittedName, exp.base_dir);
+    // Without positions the tree is read as it is; with them, as emitted text, whose messages relocate() places.
+    if (positions == Positions::Dropped) return config::parse_cell_tree(cell, kEmittedName, exp.base_dir);
     YAML::Emitter emitted;
     emitted << cell;
-    return host::parse_cell_config(emitted.c_str(), kEmittedName, exp.base_dir);
+    return config::parse_cell_config(emitted.c_str(), kEmittedName, exp.base_dir);
   } catch (const ConfigError& e) {
     for (const auto& p : e.problems()) problems.push_back(relocate(p, cell, file));
   } catch (const std::exception& e) {
@@ -233,7 +119,7 @@ std::optional<host::CellConfig> load_cell_config(const YAML::Node& cell, const E
 
 // model.init_from: the model as configured takes the directory's weights, or the key is refused where
 // it was written.
-void check_init_from(const CellTree& tree, const host::CellConfig& config, const host::PluginRecord& model,
+void check_init_from(const CellTree& tree, const config::CellConfig& config, const plugins::PluginRecord& model,
                      std::map<std::string, sdk::Options>& plugin_options, ModelFacts& model_facts, Diagnostics& diag) {
   try {
     model_facts.check_weights(model, plugin_options["model"], config.init_from);
@@ -245,12 +131,12 @@ void check_init_from(const CellTree& tree, const host::CellConfig& config, const
 // What the plugins answer about the cell, asked only when their options are valid: the model as its
 // plugin resolves it (a preset's block size, not the keys as read), and the strategy's verdict on the
 // cell (refused by what it declares; how many ranks the batch is split over). Returns the computing ranks.
-int check_with_plugins(const CellTree& tree, const host::CellConfig& config, const LauncherSettings& launch,
-                       std::map<std::string, sdk::Options>& plugin_options, const host::PluginRegistry& registry,
+int check_with_plugins(const CellTree& tree, const config::CellConfig& config, const LauncherSettings& launch,
+                       std::map<std::string, sdk::Options>& plugin_options, const plugins::PluginRegistry& registry,
                        ModelFacts& model_facts, std::optional<sdk::ModelInfo>& model_info, Diagnostics& diag) {
   const bool options_valid = diag.empty();
   const int nodes = launch.nodes(), per_node = launch.ranks_per_node(), world = nodes * per_node;
-  if (const host::PluginRecord* model = registry.try_find(sdk::PluginKind::Model, config.model_name);
+  if (const plugins::PluginRecord* model = registry.try_find(sdk::PluginKind::Model, config.model_name);
       model != nullptr && plugin_options.count("model") && options_valid) {
     try {
       model_info = model_facts.of(*model, plugin_options["model"]);
@@ -265,12 +151,12 @@ int check_with_plugins(const CellTree& tree, const host::CellConfig& config, con
       check_init_from(tree, config, *model, plugin_options, model_facts, diag);
   }
   int computing = std::max(1, world);
-  if (const host::PluginRecord* strategy = registry.try_find(sdk::PluginKind::Strategy, config.strategy_name);
+  if (const plugins::PluginRecord* strategy = registry.try_find(sdk::PluginKind::Strategy, config.strategy_name);
       strategy != nullptr && plugin_options.count("strategy") && options_valid && world >= 1) {
-    const host::PlanVerdict verdict = check_planned_strategy(
+    const plugins::PlanVerdict verdict = check_planned_strategy(
         *strategy, config, nodes, per_node, plugin_options["strategy"], model_info ? &*model_info : nullptr);
     if (!verdict.refusal.empty()) {
-      const std::string key = host::refusal_key(verdict, nodes);
+      const std::string key = plugins::refusal_key(verdict, nodes);
       diag.error(node_for_key(tree.root, key, false), key, verdict.refusal);
     }
     computing = std::max(1, verdict.computing_ranks);
@@ -279,7 +165,8 @@ int check_with_plugins(const CellTree& tree, const host::CellConfig& config, con
 }
 
 // The global batch splits over the computing ranks and their micro-batches.
-void check_batch(const YAML::Node& cell, const host::CellConfig& config, int world, int computing, Diagnostics& diag) {
+void check_batch(const YAML::Node& cell, const config::CellConfig& config, int world, int computing,
+                 Diagnostics& diag) {
   const auto& train = config.train;
   if (world >= 1) {
     const std::int64_t micro = data::micro_batch_size(train.micro_batch, train.batch_size, computing);
@@ -296,7 +183,7 @@ void check_batch(const YAML::Node& cell, const host::CellConfig& config, int wor
 
 // An elastic cell may go on at any node count down to min_nodes; the batch must split at each of them (only
 // checked where every rank computes: a server's count does not shrink with the nodes).
-void check_elastic_batch(const CellTree& tree, const host::CellConfig& config, const LauncherSettings& launch,
+void check_elastic_batch(const CellTree& tree, const config::CellConfig& config, const LauncherSettings& launch,
                          int computing, Diagnostics& diag) {
   const int per_node = launch.ranks_per_node();
   if (launch.elastic_min_nodes <= 0 || computing != launch.nodes() * per_node) return;
@@ -313,14 +200,14 @@ void check_elastic_batch(const CellTree& tree, const host::CellConfig& config, c
 }
 
 // The launcher's threads per rank unless the cell sets its own.
-int threads_per_rank(const LauncherSettings& launch, const host::CellConfig& config) {
+int threads_per_rank(const LauncherSettings& launch, const config::CellConfig& config) {
   return launch.launcher.integer("threads") > 0 && config.threads == 0
              ? static_cast<int>(launch.launcher.integer("threads"))
              : static_cast<int>(config.threads);
 }
 
 // The resolved configuration: what the ranks read, and what the id is a hash of.
-YAML::Node resolved_config(const host::CellConfig& config, int threads,
+YAML::Node resolved_config(const config::CellConfig& config, int threads,
                            std::map<std::string, sdk::Options>& plugin_options) {
   YAML::Node resolved = config.resolved;
   // One entry stays a string, so that the cells (and ids) of files written before lists existed are unchanged.
@@ -331,7 +218,7 @@ YAML::Node resolved_config(const host::CellConfig& config, int threads,
   }
   resolved["runtime"]["threads"] = threads;
   for (const std::string section : {"model", "strategy"}) {
-    YAML::Node s = host::to_yaml(plugin_options[section]);
+    YAML::Node s = config::to_yaml(plugin_options[section]);
     s["name"] = section == "model" ? config.model_name : config.strategy_name;
     resolved[section] = s;
   }
@@ -342,7 +229,7 @@ YAML::Node resolved_config(const host::CellConfig& config, int threads,
 
 // The cell's id, directory, command and resources.
 runs::PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSettings& launch, int threads,
-                               const host::CellConfig& config, const SweepMatrix& matrix, const MatrixPoint& point,
+                               const config::CellConfig& config, const SweepMatrix& matrix, const MatrixPoint& point,
                                const fs::path& out_dir, const fs::path& binary) {
   nlohmann::json identity{{"cell", canonical_json(resolved)},
                           {"launcher", {{"nodes", launch.nodes()}, {"ranks_per_node", launch.ranks_per_node()}}}};
@@ -360,7 +247,7 @@ runs::PlannedCell planned_cell(const YAML::Node& resolved, const LauncherSetting
   cell.nodes = launch.nodes();
   cell.ranks_per_node = launch.ranks_per_node();
   cell.elastic_min_nodes = launch.elastic_min_nodes;
-  cell.cuda = host::is_cuda_device(config.device);
+  cell.cuda = config::is_cuda_device(config.device);
   cell.threads_per_rank = threads;
   cell.gpus_per_node = static_cast<int>(slurm.integer("gpus_per_node"));
   cell.time_limit = slurm.text("time");
@@ -389,7 +276,7 @@ std::vector<std::pair<std::string, std::string>> axis_values(const CellTree& tre
   YAML::Node effective;
   bool have_effective = false;
   for (const auto& axis : matrix.axes) {
-    YAML::Node value = find_path(axis.path.rfind("launcher.", 0) == 0 ? tree.root : tree.cell, axis.path);
+    YAML::Node value = config::find_key_path(axis.path.rfind("launcher.", 0) == 0 ? tree.root : tree.cell, axis.path);
     if (!value) {
       if (!std::exchange(have_effective, true)) {
         effective = YAML::Clone(resolved);  // a copy: assigning a Node would alias it
@@ -399,7 +286,7 @@ std::vector<std::pair<std::string, std::string>> axis_values(const CellTree& tre
         effective["launcher"]["name"] = launch.launcher.text("name");
         effective["launcher"]["dilation"] = launch.launcher.text("dilation");
       }
-      value = find_path(effective, axis.path);
+      value = config::find_key_path(effective, axis.path);
     }
     values.emplace_back(axis.name, value_text(value) + plugin_options_label(axis.name, tree.cell, matrix.axes));
   }
@@ -416,17 +303,17 @@ std::string cell_yaml(const runs::PlannedCell& cell, const YAML::Node& resolved,
 
 // Builds one cell; its problems are appended to `problems` (nothing is returned then).
 std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix& matrix, const MatrixPoint& point,
-                                    const host::PluginRegistry& registry, const fs::path& out_dir,
-                                    const fs::path& binary, ModelFacts& model_facts, DataFacts& data_facts, bool fast,
-                                    CellFiles files, std::vector<std::string>& problems) {
-  const CellTree tree = cell_tree(exp, matrix, point, fast);
+                                    const plugins::PluginRegistry& registry, const fs::path& out_dir,
+                                    const fs::path& binary, ModelFacts& model_facts, DataFacts& data_facts,
+                                    Positions positions, CellFiles files, std::vector<std::string>& problems) {
+  const CellTree tree = cell_tree(exp, matrix, point, positions);
   Diagnostics diag(exp.file.string());
   const LauncherSettings launch = resolve_launcher(tree.root, diag);
   take_problems(diag, problems);
 
   Diagnostics plugin_diag(exp.file.string());
   std::map<std::string, sdk::Options> plugin_options = resolve_plugin_sections(tree.cell, registry, plugin_diag);
-  const std::optional<host::CellConfig> config = load_cell_config(tree.cell, exp, fast, problems);
+  const std::optional<config::CellConfig> config = load_cell_config(tree.cell, exp, positions, problems);
   if (!config) {
     take_problems(plugin_diag, problems);
     return std::nullopt;
@@ -451,34 +338,17 @@ std::optional<BuiltCell> build_cell(const ExperimentFile& exp, const SweepMatrix
   return built;
 }
 
-std::string describe_point(const SweepMatrix& matrix, const ExperimentFile& exp, const MatrixPoint& point) {
-  YAML::Node root = exp.fresh_root();
-  apply_point(root, matrix, point);
-  std::string text;
-  for (const auto& axis : matrix.axes) {
-    const YAML::Node value = find_path(root, axis.path);
-    if (value) text += (text.empty() ? "" : " ") + axis.name + "=" + value_text(value);
-  }
-  return text.empty() ? "the base configuration" : text;
-}
-
 }  // namespace
 
 std::vector<fs::path> experiment_plugin_path(const ExperimentFile& experiment) {
-  std::vector<fs::path> extra;
-  const YAML::Node paths = find_path(experiment.root, "plugins.paths");
-  if (paths && paths.IsSequence())
-    for (const auto& p : paths)
-      if (p.IsScalar())
-        extra.push_back(fs::path(p.Scalar()).is_absolute() ? fs::path(p.Scalar()) : experiment.base_dir / p.Scalar());
-  return host::PluginRegistry::search_path(extra);
+  return plugins::PluginRegistry::search_path(experiment.plugin_paths);
 }
 
 runs::SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out_dir,
-                           const host::PluginRegistry& registry, const fs::path& gradsweep_binary,
+                           const plugins::PluginRegistry& registry, const fs::path& gradsweep_binary,
                            std::size_t max_cells, CellFiles cell_files) {
   Diagnostics diag(experiment.file.string());
-  const SweepMatrix matrix = expand_matrix(experiment.root, diag, max_cells);
+  const SweepMatrix matrix = expand_matrix(experiment.sweep, diag, max_cells);
   diag.throw_if_any();
 
   runs::SweepPlan plan;
@@ -497,18 +367,18 @@ runs::SweepPlan plan_sweep(const ExperimentFile& experiment, const fs::path& out
   for (const auto& point : matrix.points) {
     std::vector<std::string> problems;
     auto built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts,
-                            data_facts, true, cell_files, problems);
+                            data_facts, Positions::Dropped, cell_files, problems);
     ++plan.cell_builds;
     if (!built) {  // again from the file, for messages with their line and column
       problems.clear();
       built = build_cell(experiment, matrix, point, registry, plan.out_dir, gradsweep_binary, model_facts, data_facts,
-                         false, cell_files, problems);
+                         Positions::Kept, cell_files, problems);
       ++plan.cell_builds;
     }
     for (const auto& p : problems) {
       if (!cells_with.count(p)) {
         order.push_back(p);
-        cells_with[p].first = describe_point(matrix, experiment, point);
+        cells_with[p].first = describe_point(experiment, matrix, point);
       }
       ++cells_with[p].second;
     }

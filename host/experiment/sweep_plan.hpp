@@ -22,10 +22,10 @@ namespace gradsweep::experiment {
 // cells (emitting 10^4 YAML texts was a third of its time).
 enum class CellFiles { Make, Skip };
 
-// Throws host::ConfigError listing every problem (a sweep of more than `max_cells` cells is one).
+// Throws config::ConfigError listing every problem (a sweep of more than `max_cells` cells is one).
 // `gradsweep_binary` is what the ranks run.
 runs::SweepPlan plan_sweep(const ExperimentFile& experiment, const std::filesystem::path& out_dir,
-                           const host::PluginRegistry& registry, const std::filesystem::path& gradsweep_binary,
+                           const plugins::PluginRegistry& registry, const std::filesystem::path& gradsweep_binary,
                            std::size_t max_cells = kDefaultMaxCells, CellFiles cell_files = CellFiles::Make);
 
 // The plugin search path of an experiment: its plugins.paths (relative to the file), then the defaults.

@@ -2,7 +2,7 @@
 
 #include "comm/backend_registry.hpp"
 #include "config/comm_choice.hpp"
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <cstdlib>
 #include <exception>
@@ -14,11 +14,11 @@ namespace {
 // The backend the cell's ranks will choose (train_command.cpp makes the same choice at start-up), and
 // what it offers. A choice the ranks would refuse (nccl in a build without it) is theirs to report:
 // here it stands for the backend named, judged by its features alone.
-std::pair<std::string, sdk::CommFeatures> planned_backend(const host::CellConfig& config, int world) {
-  host::CommRequest request;
+std::pair<std::string, sdk::CommFeatures> planned_backend(const config::CellConfig& config, int world) {
+  config::CommRequest request;
   request.config_choice = config.comm;
   request.config_file = config.file;
-  request.env_choice = host::env::text("GRADSWEEP_COMM");
+  request.env_choice = env::text("GRADSWEEP_COMM");
   request.device = config.device;
 #if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
   request.nccl_built = true;
@@ -26,18 +26,19 @@ std::pair<std::string, sdk::CommFeatures> planned_backend(const host::CellConfig
   request.launched_by_mpi = world > 1;
   std::string backend = "local";
   try {
-    backend = host::choose_comm(request).backend;
+    backend = config::choose_comm(request).backend;
   } catch (const std::exception&) {
     const std::string& named = request.env_choice.empty() ? config.comm : request.env_choice;
     backend = named == "nccl" ? "nccl" : world > 1 ? "mpi" : "local";
   }
-  return {backend, host::backend_features(backend, world)};
+  return {backend, comm::backend_features(backend, world)};
 }
 
 }  // namespace
 
-host::PlanVerdict check_planned_strategy(const host::PluginRecord& strategy, const host::CellConfig& config, int nodes,
-                                         int ranks_per_node, const sdk::Options& options, const sdk::ModelInfo* model) {
+plugins::PlanVerdict check_planned_strategy(const plugins::PluginRecord& strategy, const config::CellConfig& config,
+                                            int nodes, int ranks_per_node, const sdk::Options& options,
+                                            const sdk::ModelInfo* model) {
   const int world = nodes * ranks_per_node;
   const auto [backend, features] = planned_backend(config, world);
   sdk::PlanFacts facts;
@@ -49,7 +50,7 @@ host::PlanVerdict check_planned_strategy(const host::PluginRecord& strategy, con
   facts.backend = backend.c_str();
   facts.backend_features = features;
   facts.device = config.device.c_str();
-  return host::check_strategy_plan(strategy, facts);
+  return plugins::check_strategy_plan(strategy, facts);
 }
 
 }  // namespace gradsweep::experiment

@@ -11,7 +11,8 @@
 namespace gradsweep::experiment {
 
 // `model` may be nullptr (the model plugin refused its options: reported elsewhere).
-host::PlanVerdict check_planned_strategy(const host::PluginRecord& strategy, const host::CellConfig& config, int nodes,
-                                         int ranks_per_node, const sdk::Options& options, const sdk::ModelInfo* model);
+plugins::PlanVerdict check_planned_strategy(const plugins::PluginRecord& strategy, const config::CellConfig& config,
+                                            int nodes, int ranks_per_node, const sdk::Options& options,
+                                            const sdk::ModelInfo* model);
 
 }  // namespace gradsweep::experiment

@@ -14,7 +14,7 @@ fs::path self_executable() {
 LoadedSweep load_sweep(const fs::path& experiment_file, const std::string& out_dir,
                        const std::vector<std::string>& overrides, std::size_t max_cells, CellFiles cell_files) {
   ExperimentFile experiment = load_experiment_file(experiment_file, overrides);
-  host::PluginRegistry registry;
+  plugins::PluginRegistry registry;
   registry.scan(experiment_plugin_path(experiment));
   const fs::path out = out_dir.empty() ? fs::path("runs") / experiment.name : fs::path(out_dir);
   runs::SweepPlan plan = plan_sweep(experiment, out, registry, self_executable(), max_cells, cell_files);

@@ -14,7 +14,7 @@ struct LoadedSweep {
   runs::SweepPlan plan;
 };
 
-// Validates everything (throws host::ConfigError listing every problem) and plans the cells under
+// Validates everything (throws config::ConfigError listing every problem) and plans the cells under
 // `out_dir`, or runs/<experiment name> when empty.
 LoadedSweep load_sweep(const std::filesystem::path& experiment_file, const std::string& out_dir,
                        const std::vector<std::string>& overrides, std::size_t max_cells = kDefaultMaxCells,

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 
 template <auto Method>
 struct AbiMethod;  // minor: the SDK minor that appended it; name: for messages
@@ -50,4 +50,4 @@ GRADSWEEP_ABI_METHOD(ModelAbi, logits, 6)
 
 #undef GRADSWEEP_ABI_METHOD
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

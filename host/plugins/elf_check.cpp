@@ -6,7 +6,7 @@
 #include <fstream>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 namespace fs = std::filesystem;
 
 namespace {
@@ -99,4 +99,4 @@ std::string elf_problem(const fs::path& path) {
   return "";
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

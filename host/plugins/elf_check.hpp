@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 
 // "" when the file can be handed to dlopen; otherwise why not ("truncated: the section header table ends
 // at byte 61000 but the file has 30500 bytes").
 std::string elf_problem(const std::filesystem::path& path);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

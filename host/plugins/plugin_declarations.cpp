@@ -3,7 +3,7 @@
 #include "plugins/plugin_instance.hpp"
 #include "plugins/sized_struct.hpp"
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 namespace {
 
 std::string who(const PluginRecord& record) {
@@ -49,9 +49,9 @@ std::vector<sdk::OptionSpec> option_specs(const PluginRecord& record) {
   return {d.options, d.options + d.option_count};
 }
 
-OptionChoices option_choices(const PluginRecord& record) {
+config::OptionChoices option_choices(const PluginRecord& record) {
   const sdk::PluginDescriptor d = descriptor_of(record);
-  OptionChoices choices(d.option_count);
+  config::OptionChoices choices(d.option_count);
   if (d.option_choices != nullptr)
     for (std::uint32_t i = 0; i < d.option_count; ++i)
       if (d.option_choices[i] != nullptr) choices[i] = d.option_choices[i];
@@ -111,4 +111,4 @@ std::string refusal_key(const PlanVerdict& verdict, int nodes) {
   return about.empty() ? "strategy.name" : "strategy." + about;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 
 std::vector<sdk::OptionSpec> option_specs(const PluginRecord& record);
 // Parallel to option_specs; "" where a key has no declared choices (every key of an older plugin).
-OptionChoices option_choices(const PluginRecord& record);
+config::OptionChoices option_choices(const PluginRecord& record);
 
 // Empty when the plugin declares none. Fields past the plugin's struct_size (appended by a later SDK)
 // keep their defaults: only the bytes the plugin wrote are read. Throws, naming the plugin, when its
@@ -47,4 +47,4 @@ std::string refusal_key(const PlanVerdict& verdict, int nodes);
 // it declares for the cell; with nothing declared, every plugin built against SDK 1.2 or later (as before 1.4).
 bool asks_for_vocabulary(const PluginRecord& record, const PlanVerdict& verdict);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

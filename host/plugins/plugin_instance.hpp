@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 
 template <class Abi>
 constexpr sdk::PluginKind kind_of();
@@ -119,4 +119,4 @@ class PluginInstance {
 using ModelInstance = PluginInstance<sdk::ModelAbi>;
 using StrategyInstance = PluginInstance<sdk::StrategyAbi>;
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

@@ -1,6 +1,6 @@
 #include "plugins/plugin_registry.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 #include "plugins/elf_check.hpp"
 #include "plugins/sized_struct.hpp"
 
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 namespace fs = std::filesystem;
 
 namespace {
@@ -164,4 +164,4 @@ const PluginRecord& PluginRegistry::find(sdk::PluginKind kind, const std::string
   throw std::runtime_error(msg.str());
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 
 struct PluginRecord {
   std::string name;
@@ -61,4 +61,4 @@ class PluginRegistry {
   std::vector<boost::dll::shared_library> libraries_;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

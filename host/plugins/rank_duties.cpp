@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 namespace {
 
 // The minor from which capabilities, not role(), say who computes and who hears unit events.
@@ -48,4 +48,4 @@ RankDuties rank_duties(const StrategyInstance& strategy, const PlanVerdict& verd
   return duties;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

@@ -11,7 +11,7 @@
 #include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_instance.hpp"
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 
 struct RankDuties {
   bool computes = true;
@@ -26,4 +26,4 @@ RankDuties rank_duties(const StrategyInstance& strategy, const PlanVerdict& verd
 // Whether the strategy hears unit events and hold_parameters: declared (1.9), or role() (1.4 to 1.8).
 bool hears_unit_events(const StrategyInstance& strategy);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace gradsweep::host {
+namespace gradsweep::plugins {
 
 // SDK 1.`minor`'s struct ends at byte `end` (the end of the last field that minor appended).
 struct AppendedIn {
@@ -104,4 +104,4 @@ T read_sized(const T* source, std::uint32_t minor, const std::string& plugin, co
   return out;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::plugins

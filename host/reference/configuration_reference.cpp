@@ -16,7 +16,7 @@ namespace {
 // "a|b|c" -> "`a`, `b`, `c`".
 std::string choice_text(const std::string& choices) {
   std::string out;
-  for (const std::string& c : host::split_choices(choices)) out += (out.empty() ? "" : ", ") + code(c);
+  for (const std::string& c : config::split_choices(choices)) out += (out.empty() ? "" : ", ") + code(c);
   return out;
 }
 
@@ -26,16 +26,16 @@ std::string default_text(const char* value, const char* missing) {
 }
 
 // Only numbers have a range; the unbounded side of a one-sided range reads as `inf` in ValueRange::text.
-std::string range_text(const host::HostOption& option) {
+std::string range_text(const config::HostOption& option) {
   const auto type = option.spec.type;
   return type == sdk::OptionType::Int || type == sdk::OptionType::Float ? code(option.range.text()) : "";
 }
 
 // One host table (a cell section or a launcher section), its keys prefixed with `path`.
-std::string host_table(const std::string& path, const std::vector<host::HostOption>& options) {
+std::string host_table(const std::string& path, const std::vector<config::HostOption>& options) {
   std::vector<std::vector<std::string>> rows;
-  for (const host::HostOption& o : options)
-    rows.push_back({code(path + "." + o.spec.key), host::type_keyword(o.spec.type),
+  for (const config::HostOption& o : options)
+    rows.push_back({code(path + "." + o.spec.key), config::type_keyword(o.spec.type),
                     default_text(o.spec.default_value, "required"), range_text(o),
                     o.choices ? choice_text(o.choices) : "", o.spec.help ? o.spec.help : ""});
   return table({"key", "type", "default", "range", "choices", "help"}, rows);
@@ -54,9 +54,9 @@ std::string cell_sections() {
   out += table({"key", "type", "default", "help"},
                {{"`model.name`", "string", "required", "the model plugin"},
                 {"`model.init_from`", "string", "unset", "a Hugging Face model directory to start from"},
-                {"`strategy.name`", "string", code(host::kDefaultStrategy), "the strategy plugin"},
+                {"`strategy.name`", "string", code(config::kDefaultStrategy), "the strategy plugin"},
                 {"`plugins.paths`", "list of strings", "`[]`", "extra plugin directories, searched first"}});
-  for (const auto& [section, options] : host::host_options())
+  for (const auto& [section, options] : config::host_options())
     out += "\n### `" + section + "`\n\n" + host_table(section, options);
   return out;
 }
@@ -77,36 +77,36 @@ std::string experiment_sections() {
   return out;
 }
 
-std::string plugin_section(const host::PluginRecord& plugin) {
+std::string plugin_section(const plugins::PluginRecord& plugin) {
   const char* section = plugin.kind == sdk::PluginKind::Model ? "model" : "strategy";
   std::string out = "\n### `" + plugin.name + "`\n\n" + plugin.summary + "\n\n";
-  const std::vector<sdk::OptionSpec> specs = host::option_specs(plugin);
+  const std::vector<sdk::OptionSpec> specs = plugins::option_specs(plugin);
   if (specs.empty()) return out + "No options.\n";
-  const host::OptionChoices choices = host::option_choices(plugin);
+  const config::OptionChoices choices = plugins::option_choices(plugin);
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const sdk::OptionSpec& o = specs[i];
-    rows.push_back({code(std::string(section) + "." + o.key), host::type_keyword(o.type),
+    rows.push_back({code(std::string(section) + "." + o.key), config::type_keyword(o.type),
                     default_text(o.default_value, "none (optional)"),
                     i < choices.size() && !choices[i].empty() ? choice_text(choices[i]) : "", o.help ? o.help : ""});
   }
   return out + table({"key", "type", "default", "choices", "help"}, rows);
 }
 
-std::string plugin_sections(const host::PluginRegistry& registry, sdk::PluginKind kind, const std::string& title) {
-  std::vector<const host::PluginRecord*> plugins;
+std::string plugin_sections(const plugins::PluginRegistry& registry, sdk::PluginKind kind, const std::string& title) {
+  std::vector<const plugins::PluginRecord*> plugins;
   for (const auto& p : registry.plugins())
     if (p.kind == kind) plugins.push_back(&p);
   std::sort(plugins.begin(), plugins.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
   std::string out = "\n## " + title + "\n\n";
   out += plugins.empty() ? "None found.\n" : "Each plugin's options, as it declares them (`gradsweep plugins NAME`).\n";
-  for (const host::PluginRecord* p : plugins) out += plugin_section(*p);
+  for (const plugins::PluginRecord* p : plugins) out += plugin_section(*p);
   return out;
 }
 
 }  // namespace
 
-std::string configuration_reference(const host::PluginRegistry& plugins) {
+std::string configuration_reference(const plugins::PluginRegistry& plugins) {
   return "# Configuration reference\n\n"
          "Generated from the code by `gradsweep reference` ([README.md](README.md)): do not edit.\n\n" +
          cell_sections() + experiment_sections() + plugin_sections(plugins, sdk::PluginKind::Model, "Model plugins") +

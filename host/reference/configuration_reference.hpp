@@ -9,6 +9,6 @@
 namespace gradsweep::reference {
 
 // The page, with the model and strategy plugins of `plugins` (each kind in name order).
-std::string configuration_reference(const host::PluginRegistry& plugins);
+std::string configuration_reference(const plugins::PluginRegistry& plugins);
 
 }  // namespace gradsweep::reference

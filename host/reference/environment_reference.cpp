@@ -2,7 +2,7 @@
 
 #include "reference/markdown.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <vector>
 
@@ -10,7 +10,7 @@ namespace gradsweep::reference {
 
 std::string environment_reference() {
   std::vector<std::vector<std::string>> own, read;
-  for (const host::env::Variable& v : host::env::registry()) {
+  for (const env::Variable& v : env::registry()) {
     const std::string forwarded = v.forwarded ? "yes" : "";
     if (v.gradsweep)
       own.push_back({code(v.name), v.type, v.default_value, forwarded, v.doc});
@@ -19,7 +19,7 @@ std::string environment_reference() {
   }
   return "# Environment variables\n\n"
          "Generated from the code by `gradsweep reference` ([README.md](README.md)): do not edit. Every variable the "
-         "host reads is in one registry (`host/config/environment.cpp`); a bad value is an error naming the variable "
+         "host reads is in one registry (`host/env/environment.cpp`); a bad value is an error naming the variable "
          "and the value. \"Forwarded\": the local launcher passes it on to every rank (`mpirun -x`) when it is set; "
          "the others must be set for every rank by whoever starts them.\n\n"
          "## gradsweep's own\n\n" +

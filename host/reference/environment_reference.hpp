@@ -1,6 +1,6 @@
 #pragma once
 // docs/reference/environment.md: every environment variable the host reads, from its one registry
-// (config/environment.hpp).
+// (env/environment.hpp).
 #include <string>
 
 namespace gradsweep::reference {

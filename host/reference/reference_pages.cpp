@@ -9,7 +9,7 @@
 
 namespace gradsweep::reference {
 
-std::vector<ReferencePage> reference_pages(const CLI::App& app, const host::PluginRegistry& plugins) {
+std::vector<ReferencePage> reference_pages(const CLI::App& app, const plugins::PluginRegistry& plugins) {
   std::vector<ReferencePage> pages{
       {"configuration.md",
        "every key of a cell and of an experiment file's launcher, with its type, default, range, choices and help; "

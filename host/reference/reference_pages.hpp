@@ -19,7 +19,7 @@ struct ReferencePage {
 };
 
 // configuration.md, cli.md, environment.md and README.md, the index, which says how to regenerate them.
-std::vector<ReferencePage> reference_pages(const CLI::App& app, const host::PluginRegistry& plugins);
+std::vector<ReferencePage> reference_pages(const CLI::App& app, const plugins::PluginRegistry& plugins);
 
 // Writes each page into `dir` (created if missing); other files there are left alone.
 void write_reference(const std::filesystem::path& dir, const std::vector<ReferencePage>& pages);

@@ -1,11 +1,11 @@
 #include "services/logging.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
-namespace gradsweep::host {
+namespace gradsweep::services {
 
 void init_logging(int rank, const std::filesystem::path& file) {
   std::vector<spdlog::sink_ptr> sinks{std::make_shared<spdlog::sinks::stderr_color_sink_mt>()};
@@ -30,4 +30,4 @@ void PluginLogger::log(sdk::LogLevel level, const std::string& message) noexcept
   }
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::services

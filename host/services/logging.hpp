@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <memory>
 
-namespace gradsweep::host {
+namespace gradsweep::services {
 
 // Sets the default spdlog logger: "[rank 3] [info] message" to stderr and, when `file` is given, to it.
 void init_logging(int rank, const std::filesystem::path& file = {});
@@ -22,4 +22,4 @@ class PluginLogger final : public sdk::Logger {
   std::string plugin_;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::services

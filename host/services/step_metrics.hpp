@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::services {
 
 class StepMetrics final : public sdk::MetricsSink {
  public:
@@ -22,4 +22,4 @@ class StepMetrics final : public sdk::MetricsSink {
   std::map<std::string, double> values_;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::services

@@ -4,7 +4,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/types.h>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 class AutocastScope {
  public:
@@ -29,4 +29,4 @@ class AutocastScope {
   bool active_ = false;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace fs = std::filesystem;
 
 namespace {
@@ -36,7 +36,7 @@ void set_cpu_rng_state(const torch::Tensor& state) {
 }
 
 // Rank 0's `values` on every rank (checkpoint bookkeeping only: not counted as traffic).
-std::vector<std::int64_t> from_rank_zero(HostCommunicator& comm, std::vector<std::int64_t> values) {
+std::vector<std::int64_t> from_rank_zero(comm::HostCommunicator& comm, std::vector<std::int64_t> values) {
   torch::Tensor all = torch::tensor(values, torch::kLong);
   if (comm.size() > 1) {
     if (comm.rank() != 0) all.zero_();
@@ -48,12 +48,12 @@ std::vector<std::int64_t> from_rank_zero(HostCommunicator& comm, std::vector<std
 
 // A strategy that hears unit events may keep parameters sharded at rest (fsdp): it makes them whole while
 // the host reads or restores them. Others never free them.
-void hold_parameters(StrategyInstance& strategy, bool hold) {
-  if (hears_unit_events(strategy)) strategy.call<&sdk::StrategyAbi::hold_parameters>(hold);
+void hold_parameters(plugins::StrategyInstance& strategy, bool hold) {
+  if (plugins::hears_unit_events(strategy)) strategy.call<&sdk::StrategyAbi::hold_parameters>(hold);
 }
 
 // What a checkpoint holds of the model: its parameters and its buffers.
-std::pair<std::vector<sdk::Parameter>, std::vector<sdk::NamedTensor>> model_tensors(ModelInstance& model) {
+std::pair<std::vector<sdk::Parameter>, std::vector<sdk::NamedTensor>> model_tensors(plugins::ModelInstance& model) {
   std::pair<std::vector<sdk::Parameter>, std::vector<sdk::NamedTensor>> tensors;
   model.call<&sdk::ModelAbi::parameters>(&tensors.first);
   model.call<&sdk::ModelAbi::buffers>(&tensors.second);
@@ -61,8 +61,8 @@ std::pair<std::vector<sdk::Parameter>, std::vector<sdk::NamedTensor>> model_tens
 }
 
 // The checkpoint's files, written into `staged`.
-void write_checkpoint_files(const fs::path& staged, const CheckpointStep& step, ModelInstance& model,
-                            StrategyInstance& strategy) {
+void write_checkpoint_files(const fs::path& staged, const CheckpointStep& step, plugins::ModelInstance& model,
+                            plugins::StrategyInstance& strategy) {
   const auto [params, buffers] = model_tensors(model);
   torch::serialize::OutputArchive model_archive;
   hold_parameters(strategy, true);
@@ -106,15 +106,15 @@ class SavedRankStates final : public sdk::SavedStates {
 };
 
 // Why this job cannot take over `found`; "" when it can.
-std::string misfit(const fs::path& dir, const CheckpointStep& found, const HostCommunicator& comm,
-                   const StrategyInstance& strategy) {
+std::string misfit(const fs::path& dir, const CheckpointStep& found, const comm::HostCommunicator& comm,
+                   const plugins::StrategyInstance& strategy) {
   const std::string what = "checkpoint " + dir.string() + " (step " + std::to_string(found.step) + ")";
   const std::string& name = strategy.record().name;
   if (!found.strategy.empty() && found.strategy != name)
     return what + " was written by strategy '" + found.strategy + "', but this job runs '" + name +
            "'; delete the directory or resume it with '" + found.strategy + "'";
   if (found.world_size == comm.size()) return "";
-  const auto caps = declared_capabilities(strategy.record());
+  const auto caps = plugins::declared_capabilities(strategy.record());
   if (!caps || !caps->reshards || !strategy.has<&sdk::StrategyAbi::load_resharded>())
     return what + " was written by " + std::to_string(found.world_size) + " ranks, but this job has " +
            std::to_string(comm.size()) + " and strategy '" + name +
@@ -125,8 +125,8 @@ std::string misfit(const fs::path& dir, const CheckpointStep& found, const HostC
 
 // Restores parameters, buffers and the random generator from `source` (model.pt of old rank 0 when
 // resharding) and `rng_source`.
-void restore_model(const fs::path& source, const fs::path& rng_source, ModelInstance& model,
-                   StrategyInstance& strategy) {
+void restore_model(const fs::path& source, const fs::path& rng_source, plugins::ModelInstance& model,
+                   plugins::StrategyInstance& strategy) {
   const auto [params, buffers] = model_tensors(model);
   torch::serialize::InputArchive model_archive;
   read_archive(model_archive, source / "model.pt");
@@ -159,7 +159,7 @@ void restore_model(const fs::path& source, const fs::path& rng_source, ModelInst
 }
 
 // Rank 0 finds the step; every rank learns it, or that rank 0 failed (its error is its own to report).
-std::optional<CheckpointStep> agree_on_step(const fs::path& dir, HostCommunicator& comm) {
+std::optional<CheckpointStep> agree_on_step(const fs::path& dir, comm::HostCommunicator& comm) {
   std::optional<CheckpointStep> found;
   std::string failure;
   if (comm.rank() == 0) try {
@@ -184,8 +184,8 @@ std::optional<CheckpointStep> agree_on_step(const fs::path& dir, HostCommunicato
 
 }  // namespace
 
-void save_checkpoint(const fs::path& dir, HostCommunicator& comm, std::int64_t next_step, ModelInstance& model,
-                     StrategyInstance& strategy) {
+void save_checkpoint(const fs::path& dir, comm::HostCommunicator& comm, std::int64_t next_step,
+                     plugins::ModelInstance& model, plugins::StrategyInstance& strategy) {
   const int rank = comm.rank();
   const fs::path target = step_dir(dir, rank, next_step);
   const fs::path staged = target.string() + ".staging";
@@ -217,8 +217,8 @@ void save_checkpoint(const fs::path& dir, HostCommunicator& comm, std::int64_t n
   if (rank == 0) remove_stale_ranks(dir, comm.size());
 }
 
-std::optional<Resumed> load_checkpoint(const fs::path& dir, HostCommunicator& comm, ModelInstance& model,
-                                       StrategyInstance& strategy) {
+std::optional<Resumed> load_checkpoint(const fs::path& dir, comm::HostCommunicator& comm, plugins::ModelInstance& model,
+                                       plugins::StrategyInstance& strategy) {
   const std::optional<CheckpointStep> found = agree_on_step(dir, comm);
   if (!found) return std::nullopt;
   if (const std::string why = misfit(dir, *found, comm, strategy); !why.empty()) throw std::runtime_error(why);
@@ -237,4 +237,4 @@ std::optional<Resumed> load_checkpoint(const fs::path& dir, HostCommunicator& co
   return Resumed{found->step, found->world_size};
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

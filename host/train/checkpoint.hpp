@@ -20,15 +20,15 @@
 #include <filesystem>
 #include <optional>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 // Writes <dir>/rank-<r>/step-<next_step>/ atomically (a staged directory renamed into place), then
 // removes this rank's checkpoints older than the previous one. A failed write (a full disk, above all)
 // removes the staged directory and throws "no space left writing checkpoint step-N in DIR (...)", or
 // "cannot write checkpoint step-N in DIR: ..." for other errors. Collective: when every rank has saved,
 // rank 0 removes what a job of a larger world size left (rank-<r> for r >= this job's size).
-void save_checkpoint(const std::filesystem::path& dir, HostCommunicator& comm, std::int64_t next_step,
-                     ModelInstance& model, StrategyInstance& strategy);
+void save_checkpoint(const std::filesystem::path& dir, comm::HostCommunicator& comm, std::int64_t next_step,
+                     plugins::ModelInstance& model, plugins::StrategyInstance& strategy);
 
 // What a job resumed from.
 struct Resumed {
@@ -40,7 +40,7 @@ struct Resumed {
 // scratch) when the directory holds no checkpoint. Throws, before anything is changed, when the
 // checkpoint does not fit: no step complete on every rank, another strategy, another world size for a
 // strategy that cannot reshard, another model shape, a missing or truncated file (each named).
-std::optional<Resumed> load_checkpoint(const std::filesystem::path& dir, HostCommunicator& comm, ModelInstance& model,
-                                       StrategyInstance& strategy);
+std::optional<Resumed> load_checkpoint(const std::filesystem::path& dir, comm::HostCommunicator& comm,
+                                       plugins::ModelInstance& model, plugins::StrategyInstance& strategy);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

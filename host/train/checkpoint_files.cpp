@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace fs = std::filesystem;
 
 namespace {
@@ -83,4 +83,4 @@ std::string free_space(const fs::path& dir) {
   return text;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 // A write that failed, with its errno: the caller turns it into one message naming the checkpoint.
 struct WriteFailure : std::runtime_error {
@@ -26,4 +26,4 @@ void read_archive(torch::serialize::InputArchive& archive, const std::filesystem
 // "the disk has 1.2 MB free of 3.0 MB", of the filesystem holding `dir`; "" when it cannot be told.
 std::string free_space(const std::filesystem::path& dir);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

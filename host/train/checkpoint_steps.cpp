@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace fs = std::filesystem;
 
 namespace {
@@ -112,4 +112,4 @@ void remove_stale_ranks(const fs::path& dir, int world_size) {
     if (r >= world_size) fs::remove_all(rank_dir(dir, r));
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 std::filesystem::path rank_dir(const std::filesystem::path& dir, int rank);
 std::filesystem::path step_dir(const std::filesystem::path& dir, int rank, std::int64_t step);
@@ -39,4 +39,4 @@ std::optional<CheckpointStep> newest_resumable(const std::filesystem::path& dir,
 // resumable: they then hold only older checkpoints of a larger world.
 void remove_stale_ranks(const std::filesystem::path& dir, int world_size);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <limits>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace {
 // Above any tag a strategy is likely to use, within the 32767 every MPI guarantees.
 constexpr int kTag = 32001;
@@ -18,7 +18,7 @@ std::int64_t steady_ns() {
       .count();
 }
 
-ClockOffset measure_clock_offset(HostCommunicator& comm, int rounds) {
+ClockOffset measure_clock_offset(comm::HostCommunicator& comm, int rounds) {
   ClockOffset best;
   if (comm.size() == 1) return best;
   torch::Tensor message = torch::zeros({1}, torch::kLong);
@@ -49,4 +49,4 @@ ClockOffset measure_clock_offset(HostCommunicator& comm, int rounds) {
   return best;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

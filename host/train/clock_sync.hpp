@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 struct ClockOffset {
   // Add to this rank's steady_clock nanoseconds to get rank 0's.
@@ -20,8 +20,8 @@ struct ClockOffset {
 // with its clock t2, r receives at t3, and offset = t2 - (t1 + t3) / 2 from the round with the shortest
 // round trip (Cristian's algorithm). Point-to-point only, so no collective numbering changes; the bytes
 // are dropped from the step counters.
-ClockOffset measure_clock_offset(HostCommunicator& comm, int rounds = 16);
+ClockOffset measure_clock_offset(comm::HostCommunicator& comm, int rounds = 16);
 
 std::int64_t steady_ns();
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -3,7 +3,7 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace {
 
 class ReadyHook final : public torch::autograd::FunctionPostHook {
@@ -52,4 +52,4 @@ void GradientHooks::finish() {
   armed_ = false;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 // An owning handle on a gradient accumulator: a shared_ptr up to LibTorch 2.1x, an intrusive_ptr since.
 using AccumulatorHandle = decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
@@ -43,4 +43,4 @@ class GradientHooks {
   bool armed_ = false;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -6,7 +6,7 @@
 #include <map>
 #include <utility>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace {
 
 bool has(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
@@ -186,4 +186,4 @@ KernelProfile summarize_kernels(const std::vector<KernelRecord>& records, const 
   return profile;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

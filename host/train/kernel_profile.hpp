@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 enum class KernelClass : std::uint8_t { Gemm, Attention, ElementwiseNorm, Optimizer, Communication, Other };
 constexpr int kKernelClassCount = 6;
@@ -57,4 +57,4 @@ struct KernelProfile {
 KernelProfile summarize_kernels(const std::vector<KernelRecord>& records, const std::string& source, std::int64_t steps,
                                 double step_seconds, std::size_t top_n = 12);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

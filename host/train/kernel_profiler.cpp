@@ -5,7 +5,7 @@
 #include <set>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace {
 
 namespace profiler = torch::autograd::profiler;
@@ -44,4 +44,4 @@ std::vector<KernelRecord> KernelProfiler::stop() {
   return records;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

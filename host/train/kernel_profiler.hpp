@@ -6,7 +6,7 @@
 
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 class KernelProfiler {
  public:
@@ -26,4 +26,4 @@ class KernelProfiler {
   bool running_ = false;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 inline double learning_rate(std::int64_t step, std::int64_t total_steps, std::int64_t warmup_steps, double peak,
                             double min_lr) {
@@ -15,4 +15,4 @@ inline double learning_rate(std::int64_t step, std::int64_t total_steps, std::in
   return min_lr + 0.5 * (peak - min_lr) * (1.0 + std::cos(pi * progress));
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -1,12 +1,12 @@
 #include "train/memory_reuse.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 bool keep_freed_memory() {
 #if defined(__GLIBC__)
@@ -21,4 +21,4 @@ bool keep_freed_memory() {
 #endif
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -9,13 +9,13 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace fs = std::filesystem;
 
 namespace {
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
-nlohmann::json comm_json(const CommStats& c) {
+nlohmann::json comm_json(const comm::CommStats& c) {
   const CommFigures f = comm_figures(c);
   return {{"busy_s", c.seconds},
           {"blocked_s", c.blocked_seconds},
@@ -35,7 +35,7 @@ void add_groups_json(nlohmann::json& comm, const std::map<std::string, Stats>& g
 }
 }  // namespace
 
-CommFigures comm_figures(const CommStats& c) {
+CommFigures comm_figures(const comm::CommStats& c) {
   if (c.seconds <= 0) return {std::nan(""), std::nan(""), std::nan("")};
   return {std::clamp(1.0 - c.blocked_seconds / c.seconds, 0.0, 1.0),
           static_cast<double>(c.payload_bytes) / c.seconds / 1e9, static_cast<double>(c.bytes_sent) / c.seconds / 1e9};
@@ -67,7 +67,7 @@ void RunTotals::add(const StepRecord& r, bool warmup) {
   for (const auto& [name, g] : r.groups) groups[name];  // a group first seen now was zero in earlier steps
   for (auto& [name, m] : groups) {
     const auto it = r.groups.find(name);
-    const CommStats g = it == r.groups.end() ? CommStats{} : it->second;
+    const comm::CommStats g = it == r.groups.end() ? comm::CommStats{} : it->second;
     m.bytes_sent += (static_cast<double>(g.bytes_sent) - m.bytes_sent) / n;
     m.bytes_received += (static_cast<double>(g.bytes_received) - m.bytes_received) / n;
     m.seconds += (g.seconds - m.seconds) / n;
@@ -203,8 +203,8 @@ nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_
       {"bytes_sent_per_step_by_rank", t.rank_bytes_sent},
       {"bytes_received_per_step_by_rank", t.rank_bytes_received},
       {"comm",
-       comm_json(CommStats{static_cast<std::uint64_t>(t.bytes_sent), static_cast<std::uint64_t>(t.bytes_received),
-                           t.comm_busy, 0, static_cast<std::uint64_t>(t.payload_bytes), t.comm_blocked})},
+       comm_json(comm::CommStats{static_cast<std::uint64_t>(t.bytes_sent), static_cast<std::uint64_t>(t.bytes_received),
+                                 t.comm_busy, 0, static_cast<std::uint64_t>(t.payload_bytes), t.comm_blocked})},
       {"skipped_updates", t.skipped_updates},
       {"flops_per_token", f.flops_per_token},
       {"peak_flops_per_rank", f.peak.per_rank},
@@ -220,4 +220,4 @@ nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_
   return summary;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

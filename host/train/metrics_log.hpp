@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 struct StepTimes {  // seconds
   double step = 0, data = 0, forward = 0, backward = 0, comm = 0, update = 0;
@@ -30,13 +30,13 @@ struct StepRecord {
   double lr;
   sdk::StepResult result;
   StepTimes times;
-  CommStats comm;
+  comm::CommStats comm;
   double tokens_per_sec;  // all ranks together
   double mfu;
   std::optional<double> val_loss;
   std::map<std::string, double> plugin_metrics;
   std::vector<RankStep> ranks;  // every rank's counters, rank-major
-  GroupStats groups;            // this rank's sub-communicators' share of `comm`, by group name
+  comm::GroupStats groups;      // this rank's sub-communicators' share of `comm`, by group name
 };
 
 // Communication figures of one rank's step, by the nccl-tests definitions (docs/results.md).
@@ -45,7 +45,7 @@ struct CommFigures {
   double algbw_gbps;  // payload (S) / busy time
   double busbw_gbps;  // bytes sent / busy time (bytes are counted as a ring moves them)
 };
-CommFigures comm_figures(const CommStats& c);
+CommFigures comm_figures(const comm::CommStats& c);
 
 // Running means over the measured steps (the first step, which pays for warm-up, is left out when
 // there are others).
@@ -101,4 +101,4 @@ nlohmann::json make_summary(const RunFacts& facts, const RunTotals& totals, doub
 // YAML -> JSON for the resolved config inside summary.json (scalars become numbers/bools when they parse).
 nlohmann::json yaml_to_json(const YAML::Node& node);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace fs = std::filesystem;
 
 namespace {
@@ -73,4 +73,4 @@ void MlflowLog::finish(const std::string& status) {
   });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

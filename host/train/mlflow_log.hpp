@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 class MlflowLog {
  public:
@@ -44,4 +44,4 @@ class MlflowLog {
   bool finished_ = false;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

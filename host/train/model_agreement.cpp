@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace {
 
 // One line per parameter: "name [d0, d1] dtype".
@@ -34,7 +34,7 @@ std::vector<std::string> split(const std::string& text) {
 }
 
 // Every rank's text, gathered on every rank (lengths first, then the texts padded to the longest).
-std::vector<std::string> gather_texts(HostCommunicator& comm, const std::string& mine) {
+std::vector<std::string> gather_texts(comm::HostCommunicator& comm, const std::string& mine) {
   torch::Tensor length = torch::tensor({static_cast<std::int64_t>(mine.size())}, torch::kLong);
   torch::Tensor lengths = torch::empty({comm.size()}, torch::kLong);
   sdk::check(comm.allgather(length, lengths));
@@ -52,7 +52,7 @@ std::vector<std::string> gather_texts(HostCommunicator& comm, const std::string&
 
 }  // namespace
 
-void check_models_agree(HostCommunicator& comm, const std::vector<sdk::Parameter>& params) {
+void check_models_agree(comm::HostCommunicator& comm, const std::vector<sdk::Parameter>& params) {
   if (comm.size() == 1) return;
   const std::vector<std::string> texts = gather_texts(comm, join(describe(params)));
   comm.take_stats();  // the host's check, not the strategy's traffic
@@ -72,4 +72,4 @@ void check_models_agree(HostCommunicator& comm, const std::vector<sdk::Parameter
   }
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

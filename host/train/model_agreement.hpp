@@ -9,9 +9,9 @@
 
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 // Throws std::runtime_error on every rank when any rank's parameter list differs from rank 0's.
-void check_models_agree(HostCommunicator& comm, const std::vector<sdk::Parameter>& params);
+void check_models_agree(comm::HostCommunicator& comm, const std::vector<sdk::Parameter>& params);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 namespace {
 
@@ -58,4 +58,4 @@ sdk::OutputSubset restrict_targets(const sdk::OutputVocabulary& vocabulary, cons
   return subset;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

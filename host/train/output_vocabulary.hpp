@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 // How often each id in [0, vocab_size) occurs in the split's first `limit` tokens (all of a small
 // split): (vocab_size,) int64. Every run of a 1.2 strategy pays for it at start-up, so a multi-GB split
@@ -28,4 +28,4 @@ torch::Tensor count_tokens(const data::TokenShard& shard, std::int64_t vocab_siz
 sdk::OutputSubset restrict_targets(const sdk::OutputVocabulary& vocabulary, const torch::Tensor& targets,
                                    std::int64_t vocab_size, std::int64_t step);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -6,12 +6,12 @@
 
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace {
 
 constexpr int kFields = 9;
 
-torch::Tensor gather(HostCommunicator& comm, const torch::Tensor& mine) {
+torch::Tensor gather(comm::HostCommunicator& comm, const torch::Tensor& mine) {
   torch::Tensor all = torch::empty({mine.numel() * comm.size()}, mine.options());
   sdk::check(comm.allgather(mine, all));
   comm.take_stats();  // the trainer's bookkeeping, not the strategy's traffic
@@ -20,8 +20,8 @@ torch::Tensor gather(HostCommunicator& comm, const torch::Tensor& mine) {
 
 }  // namespace
 
-StepReport gather_step_report(HostCommunicator& comm, const RankStep& mine) {
-  const CommStats& c = mine.comm;
+StepReport gather_step_report(comm::HostCommunicator& comm, const RankStep& mine) {
+  const comm::CommStats& c = mine.comm;
   const torch::Tensor local =
       torch::tensor({mine.computes ? 1.0 : 0.0, mine.loss_sum, mine.loss_count, static_cast<double>(c.bytes_sent),
                      static_cast<double>(c.bytes_received), c.seconds, c.blocked_seconds,
@@ -51,7 +51,7 @@ StepReport gather_step_report(HostCommunicator& comm, const RankStep& mine) {
   return report;
 }
 
-ComputeGroup compute_group(HostCommunicator& comm, bool computes) {
+ComputeGroup compute_group(comm::HostCommunicator& comm, bool computes) {
   const torch::Tensor mine = torch::tensor({computes ? 1 : 0}, torch::kInt);
   const torch::Tensor all = comm.size() == 1 ? mine.view({1, 1}) : gather(comm, mine);
   ComputeGroup group{0, 0};
@@ -65,4 +65,4 @@ ComputeGroup compute_group(HostCommunicator& comm, bool computes) {
   return group;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -7,13 +7,13 @@
 
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 struct RankStep {
   bool computes = true;
   double loss_sum = 0.0;    // sum of this rank's micro-batch losses
   double loss_count = 0.0;  // how many
-  CommStats comm;
+  comm::CommStats comm;
 };
 
 struct StepReport {
@@ -21,13 +21,13 @@ struct StepReport {
   std::vector<RankStep> ranks;
 };
 
-StepReport gather_step_report(HostCommunicator& comm, const RankStep& mine);
+StepReport gather_step_report(comm::HostCommunicator& comm, const RankStep& mine);
 
 // This rank's position among the ranks that compute, and their number (for splitting each batch).
 struct ComputeGroup {
   int index = 0;
   int count = 1;
 };
-ComputeGroup compute_group(HostCommunicator& comm, bool computes);
+ComputeGroup compute_group(comm::HostCommunicator& comm, bool computes);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

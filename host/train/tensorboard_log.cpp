@@ -7,7 +7,7 @@
 #include <map>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace fs = std::filesystem;
 
 namespace {
@@ -52,7 +52,7 @@ std::vector<std::pair<std::string, double>> tensorboard_scalars(const nlohmann::
   return scalars;
 }
 
-tensorboard::HParams cell_hparams(const CellConfig& config, int world_size, const fs::path& out_dir) {
+tensorboard::HParams cell_hparams(const config::CellConfig& config, int world_size, const fs::path& out_dir) {
   if (std::optional<tensorboard::HParams> axes = tensorboard::read_hparams_file(out_dir / tensorboard::kSweepAxesFile))
     return *axes;
   return {{"strategy", config.strategy_name},
@@ -77,7 +77,8 @@ void TensorBoardLog::guarded(Write&& write) {
   }
 }
 
-TensorBoardLog::TensorBoardLog(const fs::path& out_dir, bool enabled, const CellConfig& config, int world_size) {
+TensorBoardLog::TensorBoardLog(const fs::path& out_dir, bool enabled, const config::CellConfig& config,
+                               int world_size) {
   if (!enabled) return;
   try {
     file_.emplace(out_dir / "tensorboard");
@@ -102,4 +103,4 @@ void TensorBoardLog::finish(std::optional<tensorboard::SessionStatus> status) {
   if (status) guarded([&](tensorboard::EventFile& f) { f.session_end(*status); });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

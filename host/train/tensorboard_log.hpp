@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 // The numbers of one metrics.jsonl line as TensorBoard scalars: each numeric (or bool, as 0/1) leaf under
 // its tag. A top-level key maps to a group ("loss" -> "train/loss", "time_s" -> "time"), nested keys and
@@ -27,13 +27,14 @@ std::vector<std::pair<std::string, double>> tensorboard_scalars(const nlohmann::
 
 // The session's hparams: the sweep axes `gradsweep run` wrote into the cell directory, or for a cell
 // trained by hand its strategy, model and main training settings.
-tensorboard::HParams cell_hparams(const CellConfig& config, int world_size, const std::filesystem::path& out_dir);
+tensorboard::HParams cell_hparams(const config::CellConfig& config, int world_size,
+                                  const std::filesystem::path& out_dir);
 
 class TensorBoardLog {
  public:
   // Only `enabled` (rank 0 with metrics.tensorboard) writes: the event file and the session's start
   // (cell_hparams of `config` on `world_size` ranks).
-  TensorBoardLog(const std::filesystem::path& out_dir, bool enabled, const CellConfig& config, int world_size);
+  TensorBoardLog(const std::filesystem::path& out_dir, bool enabled, const config::CellConfig& config, int world_size);
   // A session neither finished nor interrupted ended by an error: its end is recorded as a failure.
   ~TensorBoardLog();
   TensorBoardLog(const TensorBoardLog&) = delete;
@@ -53,4 +54,4 @@ class TensorBoardLog {
   bool finished_ = false;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace fs = std::filesystem;
 
 namespace {
@@ -69,8 +69,8 @@ const char* to_string(Phase phase) {
   return "?";
 }
 
-Timeline::Timeline(HostCommunicator& comm, const std::string& mode, const fs::path& out_dir, std::int64_t first_step,
-                   std::int64_t steps)
+Timeline::Timeline(comm::HostCommunicator& comm, const std::string& mode, const fs::path& out_dir,
+                   std::int64_t first_step, std::int64_t steps)
     : comm_(comm), mode_(mode), out_dir_(out_dir), first_step_(first_step), steps_(steps) {
   if (mode_ == "off") return;
   clock_ = measure_clock_offset(comm_);
@@ -111,10 +111,10 @@ void Timeline::begin_step(std::int64_t step, Clock::time_point start) {
   if (!sampled_) return;
   const Clock::time_point t0 = Clock::now();
   spans_.clear();
-  wall_minus_steady_ns_ = wall_clock_ns() - steady_ns();
+  wall_minus_steady_ns_ = comm::wall_clock_ns() - steady_ns();
   last_call_id_ = 0;
-  if (const FlightRecorder* recorder = comm_.flight_recorder())
-    for (const FlightEntry& e : recorder->entries()) last_call_id_ = std::max(last_call_id_, e.id);
+  if (const comm::FlightRecorder* recorder = comm_.flight_recorder())
+    for (const comm::FlightEntry& e : recorder->entries()) last_call_id_ = std::max(last_call_id_, e.id);
   trace_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
@@ -159,10 +159,10 @@ void Timeline::record_between_steps(Phase phase, Clock::time_point since, Clock:
 
 nlohmann::json Timeline::comm_events(std::int64_t from_ns, std::int64_t to_ns) {
   nlohmann::json events = nlohmann::json::array();
-  const FlightRecorder* recorder = comm_.flight_recorder();
+  const comm::FlightRecorder* recorder = comm_.flight_recorder();
   if (recorder == nullptr) return events;
   std::uint64_t lowest = 0;
-  for (const FlightEntry& e : recorder->entries()) {
+  for (const comm::FlightEntry& e : recorder->entries()) {
     if (e.id <= last_call_id_) continue;
     if (lowest == 0 || e.id < lowest) lowest = e.id;
     // The recorder keeps wall-clock times; the step's spans are steady-clock ones.
@@ -175,9 +175,9 @@ nlohmann::json Timeline::comm_events(std::int64_t from_ns, std::int64_t to_ns) {
                         {"bytes", e.shape.bytes},
                         {"count", e.shape.count},
                         {"state", to_string(e.state)}};
-    if (e.shape.dtype >= 0) args["dtype"] = dtype_name(e.shape.dtype);
+    if (e.shape.dtype >= 0) args["dtype"] = comm::dtype_name(e.shape.dtype);
     // Asynchronous collectives run on the backend's worker thread: a track of their own.
-    const bool async = e.shape.op == CommOp::AllreduceAsync;
+    const bool async = e.shape.op == comm::CommOp::AllreduceAsync;
     if (async) args["queued_ms"] = static_cast<double>(start - issued) / 1e6;
     events.push_back({{"name", describe(e.shape)},
                       {"cat", "comm"},
@@ -339,4 +339,4 @@ Timeline::~Timeline() {
   merge_on_rank0();
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 // The trainer's phases, in step order; Eval and Checkpoint run between steps.
 enum class Phase : std::uint8_t { Prologue, Data, Forward, Backward, EndBackward, Update, Report, Eval, Checkpoint };
@@ -44,7 +44,7 @@ class Timeline {
   // `mode`: sampled, all or off (metrics.trace). Every rank constructs it at the same point: unless off,
   // it measures the clock offsets against rank 0 (clock_sync.hpp). Steps [first_step, steps) are to run;
   // the first of them is warm-up and left out of the breakdown when there are others, as in summary.json.
-  Timeline(HostCommunicator& comm, const std::string& mode, const std::filesystem::path& out_dir,
+  Timeline(comm::HostCommunicator& comm, const std::string& mode, const std::filesystem::path& out_dir,
            std::int64_t first_step, std::int64_t steps);
   // Without finish(): writes where the run ended (stopped, or failed in which step and phase) and, on
   // rank 0, merges what the ranks have written so far.
@@ -80,7 +80,7 @@ class Timeline {
   void merge_on_rank0() noexcept;
   std::int64_t to_rank0(std::int64_t local_ns) const { return local_ns + clock_.offset_ns; }
 
-  HostCommunicator& comm_;
+  comm::HostCommunicator& comm_;
   std::string mode_;
   std::filesystem::path out_dir_;
   std::int64_t first_step_, steps_;
@@ -109,4 +109,4 @@ class Timeline {
   int exceptions_ = std::uncaught_exceptions();
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

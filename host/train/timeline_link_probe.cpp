@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -31,7 +31,7 @@ std::string this_host() {
 }
 
 // Every rank's host name, through one allgather.
-std::vector<std::string> all_hosts(HostCommunicator& comm) {
+std::vector<std::string> all_hosts(comm::HostCommunicator& comm) {
   const std::string mine = this_host();
   torch::Tensor packed = torch::zeros({kHostWords}, torch::kLong);
   std::memcpy(packed.data_ptr<std::int64_t>(), mine.data(), std::min<std::size_t>(mine.size(), kHostWords * 8));
@@ -48,7 +48,7 @@ std::vector<std::string> all_hosts(HostCommunicator& comm) {
 // One transfer of the payload from `src` to `dst`, timed on `dst` from its "go" token: the receiver's clock
 // starts before the sender can start, so no clock needs to agree with another. Returns the seconds on dst,
 // 0 on src.
-double timed_transfer(HostCommunicator& comm, int src, int dst, torch::Tensor& payload, torch::Tensor& token) {
+double timed_transfer(comm::HostCommunicator& comm, int src, int dst, torch::Tensor& payload, torch::Tensor& token) {
   if (comm.rank() == dst) {
     const Clock::time_point t0 = Clock::now();
     sdk::check(comm.send(token, src, kTokenTag));
@@ -65,7 +65,7 @@ double timed_transfer(HostCommunicator& comm, int src, int dst, torch::Tensor& p
 int round_of(int i, int n) { return (n % 2 == 1 && i == n - 1) ? 2 : i % 2; }
 
 // This leader's times for the transfers into it: [0] from the node before it, [1] from the node after it.
-std::vector<double> probe_as_leader(HostCommunicator& comm, const std::vector<int>& leaders, int me) {
+std::vector<double> probe_as_leader(comm::HostCommunicator& comm, const std::vector<int>& leaders, int me) {
   const int n = static_cast<int>(leaders.size());
   torch::Tensor payload = torch::zeros({kPayloadFloats}, torch::kFloat), token = torch::zeros({1}, torch::kFloat);
   std::vector<double> in(2, INFINITY);
@@ -85,7 +85,7 @@ std::vector<double> probe_as_leader(HostCommunicator& comm, const std::vector<in
 
 }  // namespace
 
-nlohmann::json probe_links(HostCommunicator& comm) {
+nlohmann::json probe_links(comm::HostCommunicator& comm) {
   nlohmann::json out{{"link_straggler_index", nullptr}, {"slow_link_rank", nullptr}, {"slow_link_host", nullptr}};
   const Clock::time_point start = Clock::now();
   const std::vector<std::string> hosts = comm.size() > 1 ? all_hosts(comm) : std::vector<std::string>{this_host()};
@@ -136,4 +136,4 @@ nlohmann::json probe_links(HostCommunicator& comm) {
   return out;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -20,12 +20,12 @@
 
 #include <nlohmann/json.hpp>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 // Every rank calls it at the same point. Returns summary.json's step_breakdown fields:
 // "link_straggler_index", "slow_link_rank", "slow_link_host" (null under 3 nodes) and "link_probe":
 // {"nodes", "bytes", "seconds" (the probe's own wall time), "by_node": {"host": [...], "rank": [...],
 // "seconds": [...]}} (node-major lists: each node's host name, first rank and figure).
-nlohmann::json probe_links(HostCommunicator& comm);
+nlohmann::json probe_links(comm::HostCommunicator& comm);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -10,7 +10,7 @@
 #include <regex>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -210,4 +210,4 @@ std::string summarize(const MergedTrace& trace) {
   return out;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 struct RankTrace {
   int rank = 0;
@@ -39,4 +39,4 @@ MergedTrace merge_trace(const std::filesystem::path& dir);
 // Where the trace is and a few lines per rank: its traced steps, how it ended, its step breakdown.
 std::string summarize(const MergedTrace& trace);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

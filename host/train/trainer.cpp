@@ -5,7 +5,7 @@
 #include "data/batch_loader.hpp"
 #include "data/split_facts.hpp"
 #include "data/token_split.hpp"
-#include "export/model_import.hpp"
+#include "weights/model_import.hpp"
 #include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "plugins/rank_duties.hpp"
@@ -39,7 +39,7 @@
 #include <cmath>
 #include <optional>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -54,20 +54,20 @@ void sync_device(const torch::Device& device) {
 
 // A token id the model has no embedding row for would index out of bounds deep inside LibTorch. Planning
 // checks the same (host/experiment/data_facts.hpp); this is for a cell file trained by hand.
-void check_vocabulary(const data::TokenSplit& split, const sdk::ModelInfo& info, const CellConfig& config) {
+void check_vocabulary(const data::TokenSplit& split, const sdk::ModelInfo& info, const config::CellConfig& config) {
   const data::SplitFacts facts = data::split_facts(split);
   if (facts.max_token >= info.vocab_size)
-    throw ConfigError({config.file + ": " + facts.max_file.string() + " holds token id " +
-                       std::to_string(facts.max_token) + " but model '" + config.model_name + "' has vocab_size " +
-                       std::to_string(info.vocab_size) +
-                       "; set model.vocab_size to the tokenizer's vocabulary (see dataset.json)"});
+    throw config::ConfigError({config.file + ": " + facts.max_file.string() + " holds token id " +
+                               std::to_string(facts.max_token) + " but model '" + config.model_name +
+                               "' has vocab_size " + std::to_string(info.vocab_size) +
+                               "; set model.vocab_size to the tokenizer's vocabulary (see dataset.json)"});
 }
 
 // The planner's check (plugins/plugin_declarations.hpp) on the job as it is, so that a hand-written cell is
 // refused with the same words as a planned one, before the strategy is created.
-PlanVerdict check_strategy_fits_job(const PluginRecord& strategy, const CellConfig& config,
-                                    const HostCommunicator& comm, const sdk::Options& options,
-                                    const sdk::ModelInfo& info) {
+plugins::PlanVerdict check_strategy_fits_job(const plugins::PluginRecord& strategy, const config::CellConfig& config,
+                                             const comm::HostCommunicator& comm, const sdk::Options& options,
+                                             const sdk::ModelInfo& info) {
   sdk::PlanFacts facts;
   facts.world_size = comm.size();
   facts.ranks_per_node = comm.local_size();
@@ -77,16 +77,16 @@ PlanVerdict check_strategy_fits_job(const PluginRecord& strategy, const CellConf
   facts.backend = comm.backend();
   facts.backend_features = comm.features();
   facts.device = config.device.c_str();
-  const PlanVerdict verdict = check_strategy_plan(strategy, facts);
+  const plugins::PlanVerdict verdict = plugins::check_strategy_plan(strategy, facts);
   // A cell file has no launcher keys: the job's ranks are the strategy's to fit. One line (not a
   // ConfigError's list), so that every rank's "[rank N] [error]" line carries the reason.
-  const std::string key = verdict.about == "ranks" ? "strategy.name" : refusal_key(verdict, facts.nodes);
+  const std::string key = verdict.about == "ranks" ? "strategy.name" : plugins::refusal_key(verdict, facts.nodes);
   if (!verdict.refusal.empty()) throw std::runtime_error(config.file + ": " + key + ": " + verdict.refusal);
   return verdict;
 }
 
 // Sums (sum, count) over ranks and returns the mean (for reporting only: not the strategy's traffic).
-double mean_over_ranks(HostCommunicator& comm, double sum, double count) {
+double mean_over_ranks(comm::HostCommunicator& comm, double sum, double count) {
   torch::Tensor t = torch::tensor({sum, count}, torch::kDouble);
   if (comm.size() > 1) {
     sdk::check(comm.allreduce(t, sdk::ReduceOp::Sum));
@@ -115,20 +115,22 @@ sdk::Batch keyed_batch(const data::Batch& b, const torch::Device& device, std::i
 // Everything a plugin's context refers to, kept alive as long as the plugin object.
 struct PluginServices {
   sdk::Options options;
-  PluginLogger logger;
+  services::PluginLogger logger;
 };
 
-PluginServices services_for(const CellConfig& config, const char* section, const PluginRecord& record) {
-  return {resolve_plugin_options(config, section, option_specs(record), option_choices(record)),
-          PluginLogger(std::string(section) + " " + record.name)};
+PluginServices services_for(const config::CellConfig& config, const char* section,
+                            const plugins::PluginRecord& record) {
+  return {
+      config::resolve_plugin_options(config, section, plugins::option_specs(record), plugins::option_choices(record)),
+      services::PluginLogger(std::string(section) + " " + record.name)};
 }
 
 // This rank's process: the device it asked for exists, its compute threads, and the seed. Returns the threads.
-int prepare_rank(const CellConfig& config, HostCommunicator& comm, const torch::Device& device) {
+int prepare_rank(const config::CellConfig& config, comm::HostCommunicator& comm, const torch::Device& device) {
   spdlog::info("rank {} of {} is process {}", comm.rank(), comm.size(), static_cast<long>(::getpid()));
   if (device.is_cuda() && !torch::cuda::is_available())
-    throw ConfigError({config.file + ": runtime.device: '" + config.device +
-                       "' asked for, but this LibTorch build or machine has no CUDA device"});
+    throw config::ConfigError({config.file + ": runtime.device: '" + config.device +
+                               "' asked for, but this LibTorch build or machine has no CUDA device"});
   if (device.is_cuda()) {
     // "high" lets cuBLAS use TF32 for float32 products; "highest" keeps full float32.
     at::globalContext().setFloat32MatmulPrecision(config.tf32 ? "high" : "highest");
@@ -145,26 +147,26 @@ int prepare_rank(const CellConfig& config, HostCommunicator& comm, const torch::
   return threads;
 }
 
-sdk::ModelInfo model_info(const ModelInstance& model) {
+sdk::ModelInfo model_info(const plugins::ModelInstance& model) {
   sdk::ModelInfo info;
   model.call<&sdk::ModelAbi::info>(&info);
   return info;
 }
 
 // The model's parameters, checked against the configuration and against every other rank's.
-std::vector<sdk::Parameter> checked_parameters(const ModelInstance& model, const sdk::ModelInfo& info,
-                                               const CellConfig& config, HostCommunicator& comm) {
+std::vector<sdk::Parameter> checked_parameters(const plugins::ModelInstance& model, const sdk::ModelInfo& info,
+                                               const config::CellConfig& config, comm::HostCommunicator& comm) {
   std::vector<sdk::Parameter> params;
   model.call<&sdk::ModelAbi::parameters>(&params);
   if (info.block_size > 0 && config.train.seq_len > info.block_size)
-    throw ConfigError({config.file + ": train.seq_len: " + std::to_string(config.train.seq_len) +
-                       " is longer than the model's block_size " + std::to_string(info.block_size)});
+    throw config::ConfigError({config.file + ": train.seq_len: " + std::to_string(config.train.seq_len) +
+                               " is longer than the model's block_size " + std::to_string(info.block_size)});
   check_models_agree(comm, params);
   return params;
 }
 
 // Each global batch is split over the ranks that compute (all of them, unless a server only serves).
-data::BatchLoaderOptions batching_for(const TrainSettings& train, const ComputeGroup& group) {
+data::BatchLoaderOptions batching_for(const config::TrainSettings& train, const ComputeGroup& group) {
   const std::int64_t micro = data::micro_batch_size(train.micro_batch, train.batch_size, group.count);
   return {train.batch_size, train.seq_len, micro, group.index, group.count};
 }
@@ -180,7 +182,7 @@ std::vector<torch::Tensor> parameter_tensors(const std::vector<sdk::Parameter>& 
 // in reverse: the hooks before the strategy, the plugins before the services they borrow.
 class CellTraining {
  public:
-  CellTraining(const TrainRequest& request, const PluginRegistry& registry, HostCommunicator& comm);
+  CellTraining(const TrainRequest& request, const plugins::PluginRegistry& registry, comm::HostCommunicator& comm);
   // Every remaining step, then the summary; {"status": "interrupted"} when --stop-after ends it early.
   nlohmann::json run();
 
@@ -205,23 +207,23 @@ class CellTraining {
   YAML::Node resolved_config() const;
 
   const TrainRequest& request_;
-  const CellConfig& config_;
-  const TrainSettings& train_;
-  HostCommunicator& comm_;
+  const config::CellConfig& config_;
+  const config::TrainSettings& train_;
+  comm::HostCommunicator& comm_;
   const torch::Device device_;
   const int threads_;
-  const PluginRecord& model_record_;
-  const PluginRecord& strategy_record_;
+  const plugins::PluginRecord& model_record_;
+  const plugins::PluginRecord& strategy_record_;
   PluginServices model_services_;
   PluginServices strategy_services_;
-  StepMetrics plugin_metrics_;
-  ModelInstance model_;
+  services::StepMetrics plugin_metrics_;
+  plugins::ModelInstance model_;
   const sdk::ModelInfo info_;
   std::vector<sdk::Parameter> params_;
-  const PlanVerdict plan_;
-  StrategyInstance strategy_;
+  const plugins::PlanVerdict plan_;
+  plugins::StrategyInstance strategy_;
   // Whether this rank computes and the strategy hears unit events (rank_duties.hpp: from plan_).
-  const RankDuties duties_;
+  const plugins::RankDuties duties_;
   const ComputeGroup group_;
   const data::BatchLoaderOptions batching_;
   const data::BatchLoader loader_;
@@ -255,7 +257,8 @@ class CellTraining {
   double train_loss_ = std::nan(""), val_loss_ = std::nan("");
 };
 
-CellTraining::CellTraining(const TrainRequest& request, const PluginRegistry& registry, HostCommunicator& comm)
+CellTraining::CellTraining(const TrainRequest& request, const plugins::PluginRegistry& registry,
+                           comm::HostCommunicator& comm)
     : request_(request),
       config_(request.config),
       train_(request.config.train),
@@ -272,13 +275,13 @@ CellTraining::CellTraining(const TrainRequest& request, const PluginRegistry& re
       plan_(check_strategy_fits_job(strategy_record_, config_, comm, strategy_services_.options, info_)),
       strategy_(strategy_record_,
                 {strategy_services_.options, strategy_services_.logger, plugin_metrics_, comm, device_}),
-      duties_(rank_duties(strategy_, plan_, comm.rank(), comm.size())),
+      duties_(plugins::rank_duties(strategy_, plan_, comm.rank(), comm.size())),
       group_(compute_group(comm, duties_.computes)),
       batching_(batching_for(train_, group_)),
       loader_(data::TokenSplit::open(config_.train_data), batching_),
       val_loader_(data::TokenSplit::open(config_.val_data), batching_),
       micro_steps_(loader_.micro_batches_per_step()),
-      vocabulary_steps_(asks_for_vocabulary(strategy_record_, plan_)),
+      vocabulary_steps_(plugins::asks_for_vocabulary(strategy_record_, plan_)),
       unit_steps_(duties_.unit_events),
       peak_cache_(default_cache_dir() / "peak_flops.json"),
       checkpoint_dir_(request.out_dir / "checkpoint"),
@@ -294,7 +297,7 @@ void CellTraining::set_up_strategy() {
   for (const data::BatchLoader* l : {&loader_, &val_loader_}) check_vocabulary(l->split(), info_, config_);
   // Before the strategy's set-up: a sharding strategy copies the parameters there.
   if (!config_.init_from.empty()) {
-    import_hf_weights(model_, config_.init_from);
+    weights::import_hf_weights(model_, config_.init_from);
     spdlog::info("model weights from {}", config_.init_from.string());
   }
   torch::Tensor token_counts;
@@ -365,7 +368,7 @@ bool CellTraining::take_step(std::int64_t step) {
   profile_before(step);
   const auto step_start = Clock::now();
   timeline_.begin_step(step, step_start);
-  fault_injection::enter_step(step);  // GRADSWEEP_INJECT_FAULT's clock (gradsweep check strategy)
+  comm::fault_injection::enter_step(step);  // GRADSWEEP_INJECT_FAULT's clock (gradsweep check strategy)
   StepTimes t;
   const sdk::StepContext ctx{
       step, learning_rate(step, train_.steps, train_.warmup_steps, train_.optimizer.lr, train_.min_lr)};
@@ -388,15 +391,15 @@ bool CellTraining::take_step(std::int64_t step) {
   // The report waits for the slowest rank, as the next step's first collective would: its time is
   // part of the step, so tokens/s is what the job achieves, not what rank 0 alone would.
   const bool computes = duties_.computes;
-  const CommStats step_comm = comm_.take_stats();
-  GroupStats step_groups = comm_.take_group_stats();  // before the report's own take_stats drops them
+  const comm::CommStats step_comm = comm_.take_stats();
+  comm::GroupStats step_groups = comm_.take_group_stats();  // before the report's own take_stats drops them
   const StepReport report =
       gather_step_report(comm_, {computes, loss_sum, computes ? static_cast<double>(micro_steps_) : 0.0, step_comm});
   timeline_.span(Phase::Report, report_start);
   t.step = seconds_since(step_start);
   timeline_.end_step(t.step);
   profile_after(step, t.step);
-  const CommStats& comm_stats = report.ranks[static_cast<std::size_t>(comm_.rank())].comm;
+  const comm::CommStats& comm_stats = report.ranks[static_cast<std::size_t>(comm_.rank())].comm;
   t.comm = comm_stats.seconds;
   train_loss_ = report.mean_loss;
   if (!std::isfinite(train_loss_))
@@ -423,9 +426,9 @@ sdk::OutputVocabulary CellTraining::step_vocabulary(std::int64_t step) {
                                                        &vocabulary);
   if (vocabulary.rows.defined()) {
     if (!info_.supports_output_subset)
-      throw ConfigError({config_.file + ": strategy '" + config_.strategy_name +
-                         "' restricts the softmax, but model '" + config_.model_name +
-                         "' does not support an output subset"});
+      throw config::ConfigError({config_.file + ": strategy '" + config_.strategy_name +
+                                 "' restricts the softmax, but model '" + config_.model_name +
+                                 "' does not support an output subset"});
     vocabulary.rows = vocabulary.rows.to(device_);
   }
   return vocabulary;
@@ -513,7 +516,7 @@ void CellTraining::checkpoint_after(std::int64_t step, bool last) {
 }
 
 void CellTraining::profile_before(std::int64_t step) {
-  if (config_.kernel_profile > 0 && step == start_step_ + 1) profiler_.emplace(is_cuda_device(config_.device));
+  if (config_.kernel_profile > 0 && step == start_step_ + 1) profiler_.emplace(config::is_cuda_device(config_.device));
 }
 
 void CellTraining::profile_after(std::int64_t step, double step_seconds) {
@@ -533,10 +536,10 @@ void CellTraining::profile_after(std::int64_t step, double step_seconds) {
 // config.resolved.yaml's content: the host's sections with defaults, the plugins' options as resolved.
 YAML::Node CellTraining::resolved_config() const {
   YAML::Node resolved = YAML::Clone(config_.resolved);
-  resolved["model"] = to_yaml(model_services_.options);
+  resolved["model"] = config::to_yaml(model_services_.options);
   resolved["model"]["name"] = config_.model_name;
   if (!config_.init_from.empty()) resolved["model"]["init_from"] = config_.init_from.string();
-  resolved["strategy"] = to_yaml(strategy_services_.options);
+  resolved["strategy"] = config::to_yaml(strategy_services_.options);
   resolved["strategy"]["name"] = config_.strategy_name;
   return resolved;
 }
@@ -562,9 +565,10 @@ nlohmann::json CellTraining::write_summary() {
 
 }  // namespace
 
-nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& registry, HostCommunicator& comm) {
+nlohmann::json train_cell(const TrainRequest& request, const plugins::PluginRegistry& registry,
+                          comm::HostCommunicator& comm) {
   CellTraining cell(request, registry, comm);
   return cell.run();
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -10,16 +10,17 @@
 
 #include <filesystem>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 struct TrainRequest {
-  CellConfig config;
+  config::CellConfig config;
   std::filesystem::path out_dir;  // the cell directory: metrics.jsonl, summary.json, checkpoint/
   bool resume = true;             // continue from out_dir/checkpoint when present
   std::int64_t stop_after = 0;    // > 0: end this invocation after that many steps, as if interrupted
 };
 
 // Runs the whole cell and returns the summary it also wrote (rank 0) to out_dir/summary.json.
-nlohmann::json train_cell(const TrainRequest& request, const PluginRegistry& registry, HostCommunicator& comm);
+nlohmann::json train_cell(const TrainRequest& request, const plugins::PluginRegistry& registry,
+                          comm::HostCommunicator& comm);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
-std::vector<sdk::ModelUnit> model_units(const ModelInstance& model, std::size_t parameter_count) {
+std::vector<sdk::ModelUnit> model_units(const plugins::ModelInstance& model, std::size_t parameter_count) {
   std::vector<sdk::ModelUnit> units;
   if (!model.call_if_present<&sdk::ModelAbi::units>(&units)) return units;  // built before 1.4: no units
   std::vector<int> owner(parameter_count, -1);
@@ -27,7 +27,7 @@ std::vector<sdk::ModelUnit> model_units(const ModelInstance& model, std::size_t 
   return units;
 }
 
-UnitEvents::UnitEvents(const StrategyInstance& strategy, const std::vector<sdk::ModelUnit>& units,
+UnitEvents::UnitEvents(const plugins::StrategyInstance& strategy, const std::vector<sdk::ModelUnit>& units,
                        const std::vector<torch::Tensor>& params)
     : strategy_(strategy), expected_(units.size() + 1, 0), pending_(units.size() + 1, 0), ended_(units.size() + 1, 0) {
   std::vector<std::size_t> slot(params.size(), units.size());  // the root's slot unless a unit claims it
@@ -100,4 +100,4 @@ sdk::Status UnitEvents::after_forward(std::size_t unit, const torch::Tensor& out
   });
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -18,14 +18,14 @@
 #include <memory>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::train {
 
 // The model's units (empty when it is older than 1.4 or declares none), checked against its parameters.
-std::vector<sdk::ModelUnit> model_units(const ModelInstance& model, std::size_t parameter_count);
+std::vector<sdk::ModelUnit> model_units(const plugins::ModelInstance& model, std::size_t parameter_count);
 
 class UnitEvents final : public sdk::UnitHooks {
  public:
-  UnitEvents(const StrategyInstance& strategy, const std::vector<sdk::ModelUnit>& units,
+  UnitEvents(const plugins::StrategyInstance& strategy, const std::vector<sdk::ModelUnit>& units,
              const std::vector<torch::Tensor>& params);
 
   // The pass the next events belong to: a training micro-batch (its index, whether it is the step's
@@ -46,7 +46,7 @@ class UnitEvents final : public sdk::UnitHooks {
   std::size_t slot_of(std::size_t unit) const { return unit == sdk::kRootUnit ? pending_.size() - 1 : unit; }
   std::size_t unit_of(std::size_t slot) const { return slot + 1 == pending_.size() ? sdk::kRootUnit : slot; }
 
-  const StrategyInstance& strategy_;
+  const plugins::StrategyInstance& strategy_;
   sdk::UnitEvent pass_;
   std::vector<std::size_t> expected_;  // per slot: how many of its parameters have a gradient accumulator
   std::vector<std::size_t> pending_;   // per slot: of those, how many have not reported in this backward
@@ -55,4 +55,4 @@ class UnitEvents final : public sdk::UnitHooks {
   std::vector<AccumulatorHandle> accumulators_;  // hooks live as long as these
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::train

@@ -19,7 +19,7 @@
 
 namespace {
 
-using gradsweep::host::HostCommunicator;
+using gradsweep::comm::HostCommunicator;
 using gradsweep::sdk::ReduceOp;
 
 int checks = 0, failures = 0;
@@ -163,11 +163,11 @@ void report_bandwidth(HostCommunicator& comm, const torch::Device& gpu) {
 
 int main() {
   try {
-    auto comm = gradsweep::host::make_nccl_communicator(-1);
+    auto comm = gradsweep::comm::make_nccl_communicator(-1);
     const torch::Device gpu(torch::kCUDA,
                             static_cast<c10::DeviceIndex>(comm->local_rank() % torch::cuda::device_count()));
     std::printf("nccl_check: rank %d of %d, %s\n", comm->rank(), comm->size(),
-                gradsweep::host::describe_nccl_communicator(*comm).c_str());
+                gradsweep::comm::describe_nccl_communicator(*comm).c_str());
     for (const auto dtype :
          {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf, torch::kInt, torch::kLong, torch::kByte})
       check_dtype(*comm, dtype, gpu);

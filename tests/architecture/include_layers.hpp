@@ -1,7 +1,8 @@
 #pragma once
-// docs/architecture.md's ## Layers table, read as data, and the includes of host/ judged against it
-// (layering_test.cpp). A row is "| `host/<folder>/` | `<target>` | `<folder>`, `<folder>` |" (or "—" for
-// nothing); rows go from the bottom layer up.
+// docs/architecture.md's ## Layers table, read as data, and host/ judged against it (layering_test.cpp): its
+// includes, its namespaces and which target its sources are compiled into. A row is
+// "| `host/<folder>/` | `<target>`, `<target>` | `<folder>`, `<folder>` |" (or "—" for nothing); rows go
+// from the bottom layer up.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -10,7 +11,7 @@ namespace gradsweep::test {
 
 struct Layer {
   std::string folder;                    // "comm", for host/comm/
-  std::string target;                    // the CMake target its sources build into
+  std::vector<std::string> targets;      // the CMake targets its sources build into, the library first
   std::vector<std::string> may_include;  // the other host folders its files may include
 };
 
@@ -24,5 +25,13 @@ std::vector<std::string> table_problems(const std::vector<Layer>& layers);
 // which the file's own folder may not include: "comm/x.cpp:12 includes train/y.hpp: host/comm/ may
 // include only config, util".
 std::vector<std::string> include_problems(const std::filesystem::path& host_root, const std::vector<Layer>& layers);
+
+// Every namespace a file of a layer folder opens outside gradsweep::<folder> (nested and anonymous ones
+// are fine): "config/x.hpp:8 declares namespace gradsweep::train: host/config/ declares only gradsweep::config".
+std::vector<std::string> namespace_problems(const std::filesystem::path& host_root, const std::vector<Layer>& layers);
+
+// Every .cpp of a layer folder that the CMakeLists.txt files of its own folder do not compile into one of
+// the row's targets, and every one that a CMakeLists.txt of another folder (host/'s own included) compiles.
+std::vector<std::string> target_problems(const std::filesystem::path& host_root, const std::vector<Layer>& layers);
 
 }  // namespace gradsweep::test

@@ -1,8 +1,9 @@
 // The host's layers, as docs/architecture.md#layers states them, against its includes: every
 // `#include "folder/..."` of a file in host/<folder>/ names its own folder or one the table lets it
 // include, and the table only lets a folder include folders in rows above it, so that dependencies go
-// downward and no cycle can form. The table is read from the page a newcomer reads, so the map and the
-// check cannot drift apart. No LibTorch: this binary links GoogleTest alone.
+// downward and no cycle can form. Each folder is also one namespace, gradsweep::<folder>, and its sources are
+// compiled, by its own CMakeLists.txt, into the targets its row names. The table is read from the page a
+// newcomer reads, so the map and the check cannot drift apart. No LibTorch: this binary links GoogleTest alone.
 #include "architecture/include_layers.hpp"
 
 #include <gtest/gtest.h>
@@ -55,6 +56,20 @@ TEST(Layering, EveryHostIncludeGoesToItsOwnFolderOrALowerOne) {
   EXPECT_EQ(joined(include_problems(kSource / "host", layers)), "");
 }
 
+TEST(Layering, EachFolderDeclaresOnlyItsOwnNamespace) {
+  const auto layers = parse_layers(read_file(kSource / "docs" / "architecture.md"));
+  ASSERT_GE(layers.size(), 10u);
+  EXPECT_EQ(joined(namespace_problems(kSource / "host", layers)), "");
+}
+
+TEST(Layering, EachFolderIsCompiledIntoTheTargetsItsRowNames) {
+  const auto layers = parse_layers(read_file(kSource / "docs" / "architecture.md"));
+  ASSERT_GE(layers.size(), 10u);
+  for (const auto& layer : layers)
+    EXPECT_FALSE(layer.targets.empty()) << "host/" << layer.folder << "/ names no target";
+  EXPECT_EQ(joined(target_problems(kSource / "host", layers)), "");
+}
+
 // The check itself, on a tree of its own: an include that goes up or sideways is named with its file,
 // line and what the folder may include; a table that lets a folder include one below it is refused.
 TEST(Layering, AnUpwardOrSidewaysIncludeIsNamedWithFileAndLine) {
@@ -87,6 +102,54 @@ TEST(Layering, AnUpwardOrSidewaysIncludeIsNamedWithFileAndLine) {
   ASSERT_EQ(refused.size(), 2u) << joined(refused);
   EXPECT_EQ(refused[0], "host/low/ may include mid, which is not in a row above it");
   EXPECT_EQ(refused[1], "host/mid/ may include nowhere, which is not in a row above it");
+  fs::remove_all(root);
+}
+
+// The namespace and target checks on a tree of their own: a file that opens another folder's namespace (or
+// a namespace of no folder) is named with its line, whatever is nested inside its own or written in comments
+// and strings; a source compiled into another row's target, compiled from another folder's CMakeLists.txt,
+// or compiled by none, is named too.
+TEST(Layering, AWrongNamespaceOrTargetIsNamedWithFileAndLine) {
+  const fs::path root =
+      fs::temp_directory_path() / ("namespaces-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(root);
+  write_file(root / "low" / "a.hpp",
+             "#pragma once\n// namespace gradsweep::mid {\nnamespace gradsweep::low {\nnamespace detail {\n"
+             "const char* k = \"namespace gradsweep::mid {\";\n}\nnamespace {\n}\n}  // namespace gradsweep::low\n"
+             "namespace gradsweep::low::deep {\nstruct S {\n  int f() { return 1; }\n};\n}\n");
+  write_file(root / "low" / "a.cpp", "#include \"low/a.hpp\"\nnamespace {\n}\nnamespace gradsweep::low {\n}\n");
+  write_file(root / "mid" / "b.cpp", "#include \"mid/b.hpp\"\n\nnamespace gradsweep::low {\nvoid g();\n}\n");
+  write_file(root / "mid" / "c.hpp",
+             "#pragma once\nnamespace gradsweep {\nnamespace mid {\n}\n}\nnamespace\nCLI {\n}\n");
+  write_file(root / "mid" / "d.cpp", "namespace gradsweep::mid {\n}\n");
+  write_file(root / "mid" / "e.cpp", "namespace gradsweep::middle {\n}\n");
+  write_file(root / "low" / "CMakeLists.txt", "# mid/b.cpp\nadd_library(t_low STATIC a.cpp)\n");
+  write_file(root / "mid" / "CMakeLists.txt",
+             "add_library(t_mid STATIC\n  b.cpp)\ntarget_sources(t_low PRIVATE d.cpp)\n");
+  write_file(root / "CMakeLists.txt", "add_subdirectory(low)\nadd_library(t_mid2 STATIC mid/e.cpp)\n");
+  const auto layers =
+      parse_layers("## Layers\n| `host/low/` | `t_low` | — |\n| `host/mid/` | `t_mid`, `t_mid_tool` | `low` |\n");
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[1].targets, (std::vector<std::string>{"t_mid", "t_mid_tool"}));
+
+  const auto names = namespace_problems(root, layers);
+  ASSERT_EQ(names.size(), 4u) << joined(names);
+  EXPECT_EQ(names[0], "mid/b.cpp:3 declares namespace gradsweep::low: host/mid/ declares only gradsweep::mid");
+  EXPECT_EQ(names[1], "mid/c.hpp:2 declares namespace gradsweep: host/mid/ declares only gradsweep::mid");
+  EXPECT_EQ(names[2], "mid/c.hpp:7 declares namespace CLI: host/mid/ declares only gradsweep::mid");
+  EXPECT_EQ(names[3], "mid/e.cpp:1 declares namespace gradsweep::middle: host/mid/ declares only gradsweep::mid");
+
+  const auto targets = target_problems(root, layers);
+  ASSERT_EQ(targets.size(), 2u) << joined(targets);
+  EXPECT_EQ(targets[0],
+            "CMakeLists.txt compiles mid/e.cpp into t_mid2: host/mid/'s sources belong in host/mid/CMakeLists.txt");
+  EXPECT_EQ(targets[1],
+            "mid/CMakeLists.txt compiles mid/d.cpp into t_low, not into t_mid, t_mid_tool (host/mid/'s row)");
+
+  fs::remove(root / "CMakeLists.txt");
+  const auto unlisted = target_problems(root, layers);
+  ASSERT_EQ(unlisted.size(), 2u) << joined(unlisted);
+  EXPECT_EQ(unlisted[1], "mid/e.cpp is compiled by no CMakeLists.txt of host/mid/");
   fs::remove_all(root);
 }
 

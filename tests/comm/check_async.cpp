@@ -129,7 +129,7 @@ void Checker::async_progress_one(sdk::Algorithm a) {
   const auto t1 = Clock::now();
   ok(request->wait(), what + " wait");
   const double waited = seconds_since(t1);
-  const host::CommStats s = comm_.take_stats();
+  const comm::CommStats s = comm_.take_stats();
   expect(waited < 0.3 * s.seconds, what,
          "wait() took " + std::to_string(waited) + " s of the operation's " + std::to_string(s.seconds) +
              " s busy (blocking: " + std::to_string(blocking) + " s, " + std::to_string(size) + " floats)");

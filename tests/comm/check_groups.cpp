@@ -21,7 +21,7 @@
 
 namespace gradsweep::check {
 
-using host::HostCommunicator;
+using comm::HostCommunicator;
 namespace {
 
 constexpr std::int64_t kElements = 1000;  // 4000 bytes of float32
@@ -79,14 +79,14 @@ class GroupChecks {
     shape(*g, name, 2, rank_ / 2, "split by parity");
     sums(*g, {rank_ % 2, rank_ % 2 + 2}, "split by parity");
     // Three calls of 4000 bytes on 2 ranks: each counts 2(n-1)/n * S = 4000 bytes each way.
-    const std::uint64_t each = 3 * host::allreduce_traffic(kElements * 4, 2).sent;
-    const host::CommStats mine = dynamic_cast<host::HostGroup&>(*g).host().take_stats();
+    const std::uint64_t each = 3 * comm::allreduce_traffic(kElements * 4, 2).sent;
+    const comm::CommStats mine = dynamic_cast<comm::HostGroup&>(*g).host().take_stats();
     expect(mine.bytes_sent == each && mine.bytes_received == each && mine.calls == 3, "group's own counters",
            std::to_string(mine.bytes_sent) + " sent, " + std::to_string(mine.calls) + " calls");
-    const host::CommStats parent = world_.take_stats();
+    const comm::CommStats parent = world_.take_stats();
     expect(parent.bytes_sent == each && parent.bytes_received == each && parent.calls == 3,
            "the parent's totals include the group's", std::to_string(parent.bytes_sent) + " sent");
-    const host::GroupStats groups = world_.take_group_stats();
+    const comm::GroupStats groups = world_.take_group_stats();
     const auto it = groups.find(name);
     expect(groups.size() == 1 && it != groups.end() && it->second.bytes_sent == each && it->second.calls == 3,
            "the parent's figures under the group's name");
@@ -110,7 +110,7 @@ class GroupChecks {
         shape(*inner, "node", 1, 0, "group(Node) of across_nodes");
     }
     world_.take_stats();
-    const host::GroupStats groups = world_.take_group_stats();
+    const comm::GroupStats groups = world_.take_group_stats();
     expect(groups.count("node") == 1 && groups.count("across_nodes") == 1, "both groups counted by name");
   }
 
@@ -122,7 +122,7 @@ class GroupChecks {
   }
 
   void parent_destroyed() {
-    std::unique_ptr<HostCommunicator> parent = host::make_mpi_communicator();
+    std::unique_ptr<HostCommunicator> parent = comm::make_mpi_communicator();
     std::unique_ptr<sdk::Group> g;
     if (!ok(parent->split(0, rank_, &g), "split of a second communicator")) return;
     parent.reset();
@@ -163,7 +163,7 @@ int run_groups(HostCommunicator& world) {
 }
 
 int group_hang(HostCommunicator& world, int failing, const std::string& dumps) {
-  if (!dumps.empty()) host::forensics::set_directory(dumps, world.rank());
+  if (!dumps.empty()) comm::forensics::set_directory(dumps, world.rank());
   std::unique_ptr<sdk::Group> g = sdk::collective::split(world, world.rank() % 2, world.rank());
   sdk::check(g->barrier());  // the group's collective #1
   torch::Tensor t = torch::ones({1024});

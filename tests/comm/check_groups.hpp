@@ -7,8 +7,8 @@
 namespace gradsweep::check {
 
 // Every group check; prints "DONE rank R of N groups checks=C failures=F". Returns the exit code.
-int run_groups(host::HostCommunicator& world);
+int run_groups(comm::HostCommunicator& world);
 // `failing` never joins an allreduce of its group; flight-recorder dumps go under `dumps`.
-int group_hang(host::HostCommunicator& world, int failing, const std::string& dumps);
+int group_hang(comm::HostCommunicator& world, int failing, const std::string& dumps);
 
 }  // namespace gradsweep::check

@@ -74,7 +74,7 @@ void Checker::error(const sdk::Status& s, const std::string& needle, const std::
 
 void Checker::traffic(std::uint64_t sent, std::uint64_t received, std::uint64_t calls, std::uint64_t payload,
                       const std::string& what) {
-  const host::CommStats s = comm_.take_stats();
+  const comm::CommStats s = comm_.take_stats();
   expect(s.bytes_sent == sent && s.bytes_received == received && s.calls == calls && s.payload_bytes == payload,
          what + " counters",
          "sent " + std::to_string(s.bytes_sent) + " received " + std::to_string(s.bytes_received) + " calls " +

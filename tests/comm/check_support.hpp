@@ -13,7 +13,7 @@
 
 namespace gradsweep::check {
 
-using host::HostCommunicator;
+using comm::HostCommunicator;
 using sdk::ReduceOp;
 
 // Elements: 8 MiB of float32, run once per collective and algorithm (in float32): large enough for MPI's

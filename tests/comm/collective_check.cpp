@@ -46,9 +46,9 @@ using namespace gradsweep;
 // What train_command does when a rank fails: log on that rank, then end the job.
 [[noreturn]] void fail_job(const std::string& why) {
   spdlog::error("{}", why);
-  host::forensics::on_rank_failure(why);
+  comm::forensics::on_rank_failure(why);
   spdlog::default_logger()->flush();
-  host::mpi::abort_job(2);
+  comm::mpi::abort_job(2);
 }
 
 double process_cpu_seconds() {
@@ -59,7 +59,7 @@ double process_cpu_seconds() {
 
 // `late`: how much CPU a rank spends while its ring allreduce waits for a rank that comes 1 s late (the
 // communication thread's wait, the caller blocked in wait()); a spinning wait costs about a core.
-int late_neighbour(host::HostCommunicator& comm, int late) {
+int late_neighbour(comm::HostCommunicator& comm, int late) {
   sdk::check(comm.barrier());
   torch::Tensor t = torch::ones({1 << 20});
   if (comm.rank() == late) std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -83,19 +83,19 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "verify";
   const int failing = argc > 2 ? std::stoi(argv[2]) : -1;
   torch::set_num_threads(1);
-  std::unique_ptr<host::HostCommunicator> comm;
+  std::unique_ptr<comm::HostCommunicator> comm;
   try {
-    comm = host::make_mpi_communicator();
+    comm = comm::make_mpi_communicator();
   } catch (const std::exception& e) {
     std::cerr << "collective_check: " << e.what() << std::endl;
     return 2;
   }
-  host::init_logging(comm->rank());
+  services::init_logging(comm->rank());
   if (mode == "verify" || mode == "ring" || mode == "hierarchical") {
-    std::printf("rank %d: %s\n", comm->rank(), host::mpi::thread_level_name(host::mpi::ensure_initialized()).c_str());
+    std::printf("rank %d: %s\n", comm->rank(), comm::mpi::thread_level_name(comm::mpi::ensure_initialized()).c_str());
     check::Checker checker(*comm);
     if (mode == "hierarchical") {
-      const auto& split = dynamic_cast<host::MpiCommunicator&>(*comm).node_split();
+      const auto& split = dynamic_cast<comm::MpiCommunicator&>(*comm).node_split();
       std::printf("rank %d: node rank %d of %d, nodes %d, uneven: %s\n", comm->rank(), split.node_rank(),
                   split.node_size(), split.cross_size(), split.uneven().empty() ? "no" : split.uneven().c_str());
       std::fflush(stdout);
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
       fail_job(e.what());
     }
   }
-  if (argc > 3) host::forensics::set_directory(argv[3], comm->rank());
+  if (argc > 3) comm::forensics::set_directory(argv[3], comm->rank());
   try {
     sdk::check(comm->barrier());
     torch::Tensor t = torch::ones({1024});

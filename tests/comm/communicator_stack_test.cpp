@@ -24,15 +24,15 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 // What the hang layer reported, from any rank's watchdog thread.
 struct Hangs {
   std::mutex mutex;
-  std::vector<host::HangReport> reports;
+  std::vector<comm::HangReport> reports;
 
-  host::HangHandler handler() {
-    return [this](const host::HangReport& r) {
+  comm::HangHandler handler() {
+    return [this](const comm::HangReport& r) {
       const std::lock_guard<std::mutex> lock(mutex);
       reports.push_back(r);
     };
   }
-  std::vector<host::HangReport> taken() {
+  std::vector<comm::HangReport> taken() {
     const std::lock_guard<std::mutex> lock(mutex);
     return reports;
   }
@@ -41,7 +41,7 @@ struct Hangs {
 // A bad call fails on its rank with the call's name, and nothing of it reaches the backend: no call is
 // counted, no collective is joined (the ranks' next collective still pairs with the other's).
 TEST(CommunicatorStack, ArgumentErrorIsNamedBeforeAnythingIsSent) {
-  run_ranks(2, [](host::HostCommunicator& comm) {
+  run_ranks(2, [](comm::HostCommunicator& comm) {
     torch::Tensor in = torch::ones({4});
     torch::Tensor wrong = torch::zeros({7});
     const sdk::Status s = comm.allgather(in, wrong);
@@ -65,7 +65,7 @@ TEST(CommunicatorStack, MissingFeaturesAreRefusedByName) {
   options.features = sdk::kPointToPoint;
   run_ranks(
       2,
-      [](host::HostCommunicator& comm) {
+      [](comm::HostCommunicator& comm) {
         torch::Tensor t = torch::ones({2});
         int source = -1;
         EXPECT_TRUE(contains(comm.recv_any(t, 0, &source).message, "recv_any: this communicator does not offer"));
@@ -86,10 +86,10 @@ TEST(CommunicatorStack, CountersSurviveTheLayersViewsAndGroups) {
   options.ranks_per_node = 2;
   run_ranks(
       4,
-      [](host::HostCommunicator& comm) {
+      [](comm::HostCommunicator& comm) {
         torch::Tensor t = torch::ones({1000});
         sdk::collective::allreduce(comm, t);
-        host::CommStats stats = comm.take_stats();
+        comm::CommStats stats = comm.take_stats();
         EXPECT_EQ(stats.bytes_sent, 6000u);  // 2 (n-1)/n S, S = 4000 bytes, n = 4
         EXPECT_EQ(stats.payload_bytes, 4000u);
         EXPECT_EQ(stats.calls, 1u);
@@ -106,8 +106,8 @@ TEST(CommunicatorStack, CountersSurviveTheLayersViewsAndGroups) {
         EXPECT_STREQ(node->name(), "node");
         torch::Tensor g = torch::ones({100});
         sdk::collective::allreduce(*node, g);  // 2 ranks: 2 (1/2) 400 = 400 bytes each way
-        EXPECT_EQ(dynamic_cast<host::HostGroup&>(*node).host().take_stats().bytes_sent, 400u);
-        const host::CommStats parent = comm.take_stats();
+        EXPECT_EQ(dynamic_cast<comm::HostGroup&>(*node).host().take_stats().bytes_sent, 400u);
+        const comm::CommStats parent = comm.take_stats();
         EXPECT_EQ(parent.bytes_sent, 400u);
         EXPECT_EQ(comm.take_group_stats()["node"].bytes_sent, 400u);
         torch::Tensor empty;
@@ -126,7 +126,7 @@ TEST(CommunicatorStack, AHungCollectiveIsNamedByRankCollectiveAndSequenceNumber)
   options.on_hang = hangs.handler();
   run_ranks(
       2,
-      [](host::HostCommunicator& comm) {
+      [](comm::HostCommunicator& comm) {
         sdk::collective::barrier(comm);  // #1
         torch::Tensor t = torch::ones({4});
         sdk::collective::allreduce(comm, t);  // #2
@@ -134,9 +134,9 @@ TEST(CommunicatorStack, AHungCollectiveIsNamedByRankCollectiveAndSequenceNumber)
         sdk::collective::allreduce(comm, t);  // #3: rank 0 waits for rank 1
       },
       options);
-  const std::vector<host::HangReport> reports = hangs.taken();
+  const std::vector<comm::HangReport> reports = hangs.taken();
   ASSERT_EQ(reports.size(), 1u);
-  const host::HangReport& r = reports[0];
+  const comm::HangReport& r = reports[0];
   EXPECT_EQ(r.rank, 0);
   EXPECT_EQ(r.call, "allreduce");
   EXPECT_EQ(r.seq, 3u);
@@ -153,14 +153,14 @@ TEST(CommunicatorStack, AHungAsyncCollectiveIsNamedUntilItsRequestCompletes) {
   options.on_hang = hangs.handler();
   run_ranks(
       2,
-      [](host::HostCommunicator& comm) {
+      [](comm::HostCommunicator& comm) {
         torch::Tensor t = torch::ones({8});
         if (comm.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
         std::unique_ptr<sdk::Request> request = sdk::collective::allreduce_async(comm, t);
         sdk::collective::wait(request);
       },
       options);
-  const std::vector<host::HangReport> reports = hangs.taken();
+  const std::vector<comm::HangReport> reports = hangs.taken();
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].rank, 0);
   EXPECT_EQ(reports[0].call, "allreduce_async");
@@ -175,13 +175,13 @@ TEST(CommunicatorStack, AHungGroupCollectiveNamesTheGroup) {
   options.on_hang = hangs.handler();
   run_ranks(
       2,
-      [](host::HostCommunicator& comm) {
+      [](comm::HostCommunicator& comm) {
         std::unique_ptr<sdk::Group> all = sdk::collective::split(comm, 0, comm.rank());
         if (comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
         sdk::collective::barrier(*all);  // the group's #1
       },
       options);
-  const std::vector<host::HangReport> reports = hangs.taken();
+  const std::vector<comm::HangReport> reports = hangs.taken();
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].rank, 1);
   EXPECT_EQ(reports[0].group, "split(0)");
@@ -192,10 +192,10 @@ TEST(CommunicatorStack, AHungGroupCollectiveNamesTheGroup) {
 // once: there is nobody to wait for), and a receive has no peer, so it fails at once instead of hanging.
 TEST(CommunicatorStack, TheLocalBackendCannotHangAndSaysWhy) {
   Hangs hangs;
-  host::StackOptions stack;
+  comm::StackOptions stack;
   stack.timeout_seconds = 0.1;
   stack.on_hang = hangs.handler();
-  const auto comm = host::wrap_communicator(host::make_local_communicator(), stack);
+  const auto comm = comm::wrap_communicator(comm::make_local_communicator(), stack);
   torch::Tensor t = torch::ones({4});
   EXPECT_TRUE(comm->allreduce(t, sdk::ReduceOp::Sum).ok);
   EXPECT_TRUE(comm->barrier().ok);
@@ -212,20 +212,20 @@ TEST(CommunicatorStack, TheLocalBackendCannotHangAndSaysWhy) {
 // the stack), and a clear error for a name it does not know. NCCL is compiled in every build here but
 // cannot run without a GPU: only its entry is checked (scripts/gpu/nccl_check.cpp runs it on one).
 TEST(CommunicatorStack, BackendsRegisterByName) {
-  const std::vector<std::string> names = host::backend_names();
+  const std::vector<std::string> names = comm::backend_names();
   for (const char* name : {"local", "mpi", "nccl"})
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
-  EXPECT_EQ(host::backend_features("nccl", 2) & sdk::kRecvAny, 0u);
-  EXPECT_NE(host::backend_features("nccl", 1) & sdk::kRecvAny, 0u);
-  EXPECT_NE(host::backend_features("mpi", 4) & sdk::kHierarchicalAlgorithm, 0u);
+  EXPECT_EQ(comm::backend_features("nccl", 2) & sdk::kRecvAny, 0u);
+  EXPECT_NE(comm::backend_features("nccl", 1) & sdk::kRecvAny, 0u);
+  EXPECT_NE(comm::backend_features("mpi", 4) & sdk::kHierarchicalAlgorithm, 0u);
   try {
-    host::backend_named("gloo");
+    comm::backend_named("gloo");
     FAIL() << "no error for an unknown backend";
   } catch (const std::invalid_argument& e) {
     EXPECT_TRUE(contains(e.what(), "communicator backend 'gloo': no such backend (known: local, mpi, nccl"))
         << e.what();
   }
-  const auto local = host::make_communicator("local");
+  const auto local = comm::make_communicator("local");
   EXPECT_STREQ(local->backend(), "local");
   EXPECT_NE(&local->transport(), local.get()) << "the job's communicator is the backend inside the stack";
   EXPECT_STREQ(local->transport().backend(), "local");
@@ -235,14 +235,14 @@ TEST(CommunicatorStack, BackendsRegisterByName) {
 
 // A backend added by name is made and wrapped like the built-in ones.
 TEST(CommunicatorStack, ARegisteredBackendIsWrappedLikeTheOthers) {
-  host::BackendEntry entry;
+  comm::BackendEntry entry;
   entry.name = "local-for-test";
   entry.features = [](int) { return sdk::kPointToPoint; };
   entry.built = true;
-  entry.make = [](const host::BackendOptions&) { return host::make_local_communicator(); };
-  host::register_backend(entry);
-  EXPECT_EQ(host::backend_features("local-for-test", 3), sdk::kPointToPoint);
-  const auto comm = host::make_communicator("local-for-test");
+  entry.make = [](const comm::BackendOptions&) { return comm::make_local_communicator(); };
+  comm::register_backend(entry);
+  EXPECT_EQ(comm::backend_features("local-for-test", 3), sdk::kPointToPoint);
+  const auto comm = comm::make_communicator("local-for-test");
   torch::Tensor t;
   EXPECT_TRUE(contains(comm->allreduce(t, sdk::ReduceOp::Sum).message, "allreduce: the tensor is undefined"));
 }

@@ -11,7 +11,7 @@
 
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 CallShape allreduce_of(std::int64_t n) {
@@ -151,6 +151,62 @@ TEST(HangVerdict, RanksInDifferentCallsOfTheSameNumberDisagree) {
   EXPECT_EQ(v.summary, "ranks disagree on collective #2: rank 0 allreduce of 4 float32 (16 B); rank 1 barrier");
 }
 
+// Issue 27: who the waiting ranks point at. A ring of 4 whose rank 1 never sent: rank 2 waits on it in a
+// receive, ranks 0 and 3 went on to the allreduce. By position ranks 1 and 2 both look late; the wait names 1.
+TEST(HangVerdict, TheRankTheWaitersPointAtIsTheOneBehind) {
+  const std::string call = "allreduce of 4 float32 (16 B)";
+  RankProgress idle;
+  idle.rank = 1;
+  idle.answered = true;
+  RankProgress receiving = idle;
+  receiving.rank = 2;
+  receiving.waiting_on = {1};
+  const auto v = judge_hang({waiting(0, 1, call), idle, receiving, waiting(3, 1, call)});
+  EXPECT_EQ(v.summary, "rank 1 did not finish allreduce #1");
+  EXPECT_NE(v.message.find("rank 2 waits on rank 1"), std::string::npos) << v.message;
+  receiving.waiting_on.clear();
+  EXPECT_EQ(judge_hang({waiting(0, 1, call), idle, receiving, waiting(3, 1, call)}).summary,
+            "ranks 1,2 did not finish allreduce #1")
+      << "without the waits, the ring neighbour looks late too";
+}
+
+// A link cut both ways inside a ring allreduce: every rank is in the same collective, so the numbers say
+// nothing; rank 2 waits on both neighbours, both wait on it, and rank 0 waits on rank 3.
+TEST(HangVerdict, ACutLinkIsNamedByTheRanksThatWaitOnIt) {
+  const std::string call = "ring allreduce of 1024 float32 (4.0 KiB)";
+  std::vector<RankProgress> ranks{waiting(0, 5, call), waiting(1, 5, call), waiting(2, 5, call), waiting(3, 5, call)};
+  EXPECT_EQ(judge_hang(ranks).summary, "every rank waits in ring allreduce #5");
+  ranks[0].waiting_on = {3};
+  ranks[1].waiting_on = {2};
+  ranks[2].waiting_on = {1, 3};
+  ranks[3].waiting_on = {2};
+  EXPECT_EQ(judge_hang(ranks).summary, "rank 2 did not finish ring allreduce #5");
+  EXPECT_EQ(blamed_by_waits(ranks), std::vector<int>{2});
+}
+
+// A stopped rank (SIGSTOP) answers nothing; the neighbour that waits on it agrees with the silence.
+TEST(HangVerdict, AStoppedRankPointedAtIsTheOneBehind) {
+  const std::string call = "ring allreduce of 1024 float32 (4.0 KiB)";
+  RankProgress stopped;
+  stopped.rank = 1;
+  std::vector<RankProgress> ranks{waiting(0, 3, call), stopped, waiting(2, 3, call)};
+  ranks[2].waiting_on = {1};
+  EXPECT_EQ(judge_hang(ranks).summary, "rank 1 did not finish ring allreduce #3");
+  EXPECT_EQ(blamed_by_waits(ranks), std::vector<int>{1});
+}
+
+// A rank that waits in a collective is not blamed for the receives that wait on it (a parameter server
+// in a barrier while a worker waits for its answer): the positions decide.
+TEST(HangVerdict, ARankInsideACollectiveIsNotBlamedByWaitsAlone) {
+  RankProgress worker;
+  worker.rank = 1;
+  worker.answered = true;
+  worker.issued = worker.finished = 2;
+  worker.waiting_on = {0};
+  EXPECT_TRUE(blamed_by_waits({waiting(0, 3, "barrier"), worker}).empty());
+  EXPECT_EQ(judge_hang({waiting(0, 3, "barrier"), worker}).summary, "rank 1 did not finish barrier #3");
+}
+
 TEST(Fingerprint, FirstMismatchNamesBothSides) {
   std::vector<Fingerprint> all{fingerprint_of(12, allreduce_of(1024)), fingerprint_of(12, allreduce_of(1024))};
   EXPECT_FALSE(first_mismatch(all));
@@ -186,4 +242,4 @@ TEST(Forensics, DumpsAreWrittenAndReadBack) {
 }
 
 }  // namespace
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

@@ -8,16 +8,16 @@
 namespace gradsweep {
 namespace {
 
-host::StepRecord step(std::int64_t n, host::GroupStats groups) {
-  host::StepRecord r{};
+train::StepRecord step(std::int64_t n, comm::GroupStats groups) {
+  train::StepRecord r{};
   r.step = n;
   r.result.applied = true;
   r.groups = std::move(groups);
   return r;
 }
 
-host::CommStats stats(std::uint64_t bytes, std::uint64_t calls, double seconds) {
-  host::CommStats s;
+comm::CommStats stats(std::uint64_t bytes, std::uint64_t calls, double seconds) {
+  comm::CommStats s;
   s.bytes_sent = bytes;
   s.bytes_received = 2 * bytes;
   s.calls = calls;
@@ -27,7 +27,7 @@ host::CommStats stats(std::uint64_t bytes, std::uint64_t calls, double seconds) 
 
 TEST(GroupMetrics, EachStepsLineHasItsGroupsAndTheTotalsAverageThem) {
   const auto dir = test::scratch_dir();
-  host::MetricsLog log(dir / "metrics.jsonl", true, 0);
+  train::MetricsLog log(dir / "metrics.jsonl", true, 0);
   const auto line = log.write(step(0, {{"node", stats(1000, 2, 0.5)}, {"across_nodes", stats(10, 1, 0.25)}}));
   EXPECT_EQ(line["comm"]["groups"]["node"]["bytes_sent"], 1000);
   EXPECT_EQ(line["comm"]["groups"]["node"]["bytes_received"], 2000);
@@ -35,7 +35,7 @@ TEST(GroupMetrics, EachStepsLineHasItsGroupsAndTheTotalsAverageThem) {
   EXPECT_DOUBLE_EQ(line["comm"]["groups"]["across_nodes"]["seconds"].get<double>(), 0.25);
   EXPECT_FALSE(log.write(step(1, {}))["comm"].contains("groups"));
 
-  host::RunTotals totals;
+  train::RunTotals totals;
   totals.add(step(0, {{"node", stats(1000, 2, 0.5)}}), false);
   totals.add(step(1, {{"node", stats(3000, 4, 1.5)}, {"split(1)", stats(400, 2, 1.0)}}), false);
   EXPECT_DOUBLE_EQ(totals.groups.at("node").bytes_sent, 2000.0);

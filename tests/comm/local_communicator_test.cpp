@@ -8,7 +8,7 @@ namespace gradsweep {
 namespace {
 
 TEST(LocalCommunicator, CountsCallsPayloadAndTimes) {
-  auto comm = host::make_local_communicator();
+  auto comm = comm::make_local_communicator();
   torch::Tensor t = torch::ones({256});
   ASSERT_TRUE(comm->allreduce(t, sdk::ReduceOp::Sum).ok);
   torch::Tensor out = torch::zeros({256});
@@ -19,7 +19,7 @@ TEST(LocalCommunicator, CountsCallsPayloadAndTimes) {
   ASSERT_TRUE(comm->allreduce_async(t, sdk::ReduceOp::Sum, &request).ok);
   ASSERT_TRUE(request->wait().ok);
   ASSERT_TRUE(comm->barrier().ok);
-  const host::CommStats s = comm->take_stats();
+  const comm::CommStats s = comm->take_stats();
   EXPECT_EQ(s.calls, 5u);
   EXPECT_EQ(s.payload_bytes, 4u * 1024u);
   EXPECT_EQ(s.bytes_sent, 0u);
@@ -30,7 +30,7 @@ TEST(LocalCommunicator, CountsCallsPayloadAndTimes) {
 }
 
 TEST(LocalCommunicator, EveryAlgorithmIsTheCommunicatorAndRecvAnyHasNoPeers) {
-  auto comm = host::make_local_communicator();
+  auto comm = comm::make_local_communicator();
   sdk::Communicator* view = nullptr;
   ASSERT_TRUE(comm->with_algorithm(sdk::Algorithm::Ring, &view).ok);
   EXPECT_EQ(view, comm.get());
@@ -44,7 +44,7 @@ TEST(LocalCommunicator, EveryAlgorithmIsTheCommunicatorAndRecvAnyHasNoPeers) {
 // Sub-communicators on one rank: a group of one, named like the MPI backend's, counted in the parent's
 // totals and under its name, refusing a negative color and any call once its parent is gone.
 TEST(LocalCommunicator, GroupsAreOneRankNamedAndCountedInTheParent) {
-  auto comm = host::make_local_communicator();
+  auto comm = comm::make_local_communicator();
   EXPECT_NE(comm->features() & sdk::kGroups, 0u);
   std::unique_ptr<sdk::Group> split, node, across;
   ASSERT_TRUE(comm->split(3, 0, &split).ok);
@@ -62,13 +62,13 @@ TEST(LocalCommunicator, GroupsAreOneRankNamedAndCountedInTheParent) {
   EXPECT_TRUE(torch::equal(t, torch::full({64}, 2.0f)));
   ASSERT_TRUE(node->barrier().ok);
   ASSERT_TRUE(comm->barrier().ok);
-  const host::CommStats own = dynamic_cast<host::HostGroup&>(*split).host().take_stats();
+  const comm::CommStats own = dynamic_cast<comm::HostGroup&>(*split).host().take_stats();
   EXPECT_EQ(own.calls, 1u);
   EXPECT_EQ(own.payload_bytes, 256u);
-  const host::CommStats total = comm->take_stats();
+  const comm::CommStats total = comm->take_stats();
   EXPECT_EQ(total.calls, 3u);  // the parent's barrier and both groups' calls
   EXPECT_EQ(total.payload_bytes, 256u);
-  const host::GroupStats groups = comm->take_group_stats();
+  const comm::GroupStats groups = comm->take_group_stats();
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups.at("split(3)").calls, 1u);
   EXPECT_EQ(groups.at("split(3)").payload_bytes, 256u);

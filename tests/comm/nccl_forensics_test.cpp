@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-namespace gradsweep::host {
+namespace gradsweep::comm {
 namespace {
 
 namespace fs = std::filesystem;
@@ -182,4 +182,4 @@ TEST(NcclForensics, FailureWithoutDirectoryWritesNothing) {
 }
 
 }  // namespace
-}  // namespace gradsweep::host
+}  // namespace gradsweep::comm

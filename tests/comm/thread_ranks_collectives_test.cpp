@@ -203,10 +203,10 @@ TEST(ThreadRanks, RecvAnyCollectsFromEveryRankAndSaysWhich) {
 
 // The counters follow comm/byte_counting.hpp, as the MPI backend's do.
 TEST(ThreadRanks, CountsBytesAsTheRingWouldMoveThem) {
-  run_ranks(4, [](host::HostCommunicator& comm) {
+  run_ranks(4, [](comm::HostCommunicator& comm) {
     torch::Tensor t = torch::ones({1000});  // S = 4000 bytes
     sdk::collective::allreduce(comm, t);
-    host::CommStats s = comm.take_stats();
+    comm::CommStats s = comm.take_stats();
     EXPECT_EQ(s.calls, 1u);
     EXPECT_EQ(s.payload_bytes, 4000u);
     EXPECT_EQ(s.bytes_sent, 2u * 3u * 4000u / 4u);

@@ -120,21 +120,21 @@ TEST(ThreadRanksGroups, AsyncCallsInAGroupBesideTheParentsCalls) {
 TEST(ThreadRanksGroups, BytesCountInTheGroupAndInItsParent) {
   run_ranks(
       4,
-      [](host::HostCommunicator& comm) {
+      [](comm::HostCommunicator& comm) {
         auto node = sdk::collective::group(comm, sdk::GroupKind::Node);
-        host::HostCommunicator& counted = dynamic_cast<host::HostGroup&>(*node).host();
+        comm::HostCommunicator& counted = dynamic_cast<comm::HostGroup&>(*node).host();
         EXPECT_EQ(comm.take_stats().calls, 0u);
         torch::Tensor t = torch::ones({1000});
         sdk::collective::allreduce(*node, t);
-        const host::CommStats in_group = counted.take_stats();
+        const comm::CommStats in_group = counted.take_stats();
         EXPECT_EQ(in_group.calls, 1u);
         EXPECT_EQ(in_group.payload_bytes, 4000u);
         EXPECT_EQ(in_group.bytes_sent, 2u * 1u * 4000u / 2u);  // the ring's share on 2 ranks, not 4
-        const host::CommStats in_parent = comm.take_stats();
+        const comm::CommStats in_parent = comm.take_stats();
         EXPECT_EQ(in_parent.calls, 1u);
         EXPECT_EQ(in_parent.bytes_sent, in_group.bytes_sent);
         EXPECT_EQ(in_parent.bytes_received, in_group.bytes_received);
-        const host::GroupStats by_name = comm.take_group_stats();  // the parent's figures, by group
+        const comm::GroupStats by_name = comm.take_group_stats();  // the parent's figures, by group
         ASSERT_EQ(by_name.count("node"), 1u);
         EXPECT_EQ(by_name.at("node").bytes_sent, in_group.bytes_sent);
       },
@@ -148,7 +148,7 @@ TEST(ThreadRanksGroups, ANegativeColorIsRefusedOnEveryRank) {
     std::unique_ptr<sdk::Group> g;
     const sdk::Status s = comm.split(comm.rank() == 1 ? -1 : 0, 0, &g);
     EXPECT_FALSE(s.ok);
-    EXPECT_EQ(s.message, host::negative_color_error(-1, 1));
+    EXPECT_EQ(s.message, comm::negative_color_error(-1, 1));
     EXPECT_EQ(g, nullptr);
     refused += s.ok ? 0 : 1;
     sdk::collective::barrier(comm);  // the ranks are still in step

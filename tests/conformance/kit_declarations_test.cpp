@@ -22,7 +22,7 @@ TEST(KitDeclarations, NotDeclaredDeterministicIsSkippedWithoutASecondJob) {
 }
 
 TEST(KitDeclarations, PsInModeAsyncIsNotDeclaredDeterministic) {
-  host::PluginRegistry registry;
+  plugins::PluginRegistry registry;
   registry.scan({test::plugin_dir()});
   const sdk::Options async(
       std::map<std::string, sdk::Options::Value>{{"mode", std::string("async")}, {"server_computes", false}});
@@ -32,7 +32,8 @@ TEST(KitDeclarations, PsInModeAsyncIsNotDeclaredDeterministic) {
   facts.options = &async;
   facts.backend = "mpi";
   facts.backend_features = ~0ull;
-  const host::PlanVerdict verdict = host::check_strategy_plan(registry.find(sdk::PluginKind::Strategy, "ps"), facts);
+  const plugins::PlanVerdict verdict =
+      plugins::check_strategy_plan(registry.find(sdk::PluginKind::Strategy, "ps"), facts);
   ASSERT_EQ(verdict.refusal, "");
   ASSERT_TRUE(verdict.capabilities);
   EXPECT_FALSE(verdict.capabilities->deterministic);

@@ -27,7 +27,7 @@ runs::SweepPlan plan_text(const fs::path& dir, const std::string& text, const st
                           const std::string& name) {
   write_text(dir / name, text);
   const auto exp = experiment::load_experiment_file(dir / name, overrides);
-  host::PluginRegistry registry;
+  plugins::PluginRegistry registry;
   registry.scan({plugin_dir()});
   return experiment::plan_sweep(exp, dir / "out", registry, gradsweep_binary());
 }
@@ -35,7 +35,7 @@ runs::SweepPlan plan_text(const fs::path& dir, const std::string& text, const st
 std::vector<std::string> plan_problems(const fs::path& dir, const std::string& text) {
   try {
     plan_text(dir, text);
-  } catch (const host::ConfigError& e) {
+  } catch (const config::ConfigError& e) {
     return e.problems();
   }
   return {};

@@ -29,7 +29,7 @@ std::vector<fs::path> guarded_sources() {
 }
 
 std::set<std::string> plugin_words() {
-  host::PluginRegistry registry;
+  plugins::PluginRegistry registry;
   registry.scan({test::plugin_dir()});
   std::set<std::string> words{"single", "server_computes", "sampled", "ring", "dps", "ps"};
   for (const auto& p : registry.plugins()) {
@@ -45,8 +45,9 @@ const std::set<std::pair<std::string, std::string>> kAllowed{
     {"trainer.cpp", "precision"},
     // The experiment file's documented axis alias `precision` for the path strategy.precision: the
     // planner writes the value where the user asked, and the plugin's declared schema judges it.
-    {"sweep_matrix.cpp", "precision"},
+    {"sweep_sections.cpp", "precision"},
     // train.seed, the host's own key (the `seed` axis alias); `sampled` happens to have a `seed` option too.
+    {"sweep_sections.cpp", "seed"},
     {"sweep_matrix.cpp", "seed"},
     // The step's communication overlap, a field of metrics.jsonl; `ring` happens to have an `overlap` option.
     {"metrics_log.cpp", "overlap"},

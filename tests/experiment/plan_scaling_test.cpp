@@ -24,7 +24,7 @@ runs::SweepPlan plan_wide(experiment::CellFiles files) {
   const auto dir = test::scratch_dir();
   test::write_text(dir / "wide.yaml", wide_matrix());
   const auto exp = experiment::load_experiment_file(dir / "wide.yaml", {});
-  host::PluginRegistry registry;
+  plugins::PluginRegistry registry;
   registry.scan({test::plugin_dir()});
   return experiment::plan_sweep(exp, dir / "out", registry, test::gradsweep_binary(), experiment::kDefaultMaxCells,
                                 files);

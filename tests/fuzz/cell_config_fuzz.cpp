@@ -10,8 +10,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    gradsweep::host::parse_cell_config(text, "fuzz.yaml", "/base", {"train.lr=1e-3"});
-  } catch (const gradsweep::host::ConfigError&) {
+    gradsweep::config::parse_cell_config(text, "fuzz.yaml", "/base", {"train.lr=1e-3"});
+  } catch (const gradsweep::config::ConfigError&) {
   }
   return 0;
 }

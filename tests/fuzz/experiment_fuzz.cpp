@@ -1,10 +1,10 @@
 // libFuzzer target: any text as an experiment file through what `gradsweep plan` does before it asks the
-// plugins: the file read and checked (load_experiment_file), its matrix expanded, and the first cells built
-// from fresh copies of the tree and read as cells. As in cell_config_fuzz.cpp, only a ConfigError is an
+// plugins: the file read and checked (load_experiment_file), its matrix expanded, and the first cells' trees
+// built from the file read again and read as cells. As in cell_config_fuzz.cpp, only a ConfigError is an
 // answer.
 #include "config/cell_config.hpp"
 #include "experiment/experiment_file.hpp"
-#include "experiment/sweep_matrix.hpp"
+#include "experiment/cell_tree.hpp"
 
 #include <unistd.h>
 
@@ -26,18 +26,16 @@ std::filesystem::path input_file() {
 void plan(const std::filesystem::path& file) {
   using namespace gradsweep;
   const experiment::ExperimentFile exp = experiment::load_experiment_file(file, {"train.seed=3"});
-  host::Diagnostics diag(file.string());
-  const experiment::SweepMatrix matrix = experiment::expand_matrix(exp.root, diag, 64);
+  config::Diagnostics diag(file.string());
+  const experiment::SweepMatrix matrix = experiment::expand_matrix(exp.sweep, diag, 64);
   diag.throw_if_any();
   std::size_t built = 0;
   for (const experiment::MatrixPoint& point : matrix.points) {
     if (++built > 4) break;
-    YAML::Node root = exp.fresh_root();
-    experiment::apply_point(root, matrix, point);
-    for (const std::string& key : experiment::sweep_keys()) root.remove(key);
+    const experiment::CellTree tree = experiment::cell_tree(exp, matrix, point, experiment::Positions::Kept);
     try {
-      host::parse_cell_tree(root, file.string(), exp.base_dir);
-    } catch (const host::ConfigError&) {
+      config::parse_cell_tree(tree.root, file.string(), exp.base_dir);
+    } catch (const config::ConfigError&) {
     }
   }
 }
@@ -52,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     plan(file);
-  } catch (const gradsweep::host::ConfigError&) {
+  } catch (const gradsweep::config::ConfigError&) {
   }
   return 0;
 }

@@ -8,8 +8,8 @@
 namespace gradsweep {
 namespace {
 
-using host::ConfigError;
-using host::parse_cell_config;
+using config::ConfigError;
+using config::parse_cell_config;
 
 const char* kValid = R"(model:
   name: gpt2
@@ -120,21 +120,21 @@ TEST(CellConfig, PluginOptionsValidatedAgainstTheirSchema) {
   const std::vector<sdk::OptionSpec> specs{{"preset", sdk::OptionType::String, nullptr, ""},
                                            {"n_layer", sdk::OptionType::Int, nullptr, ""}};
   try {
-    host::resolve_plugin_options(c, "model", specs);
+    config::resolve_plugin_options(c, "model", specs);
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("model.n_layer: expected an integer, got 'two'"), std::string::npos)
         << e.what();
   }
   const auto ok = parse_cell_config(kValid, "exp.yaml", "/base", {"model.n_layer=3"});
-  const sdk::Options options = host::resolve_plugin_options(ok, "model", specs);
+  const sdk::Options options = config::resolve_plugin_options(ok, "model", specs);
   EXPECT_EQ(options.integer("n_layer"), 3);
   EXPECT_EQ(options.text("preset"), "gpt2-tiny");
 }
 
 TEST(CellConfig, EveryHostNumberHasARange) {
   // The range lives in the schema, so a key added later gets one by construction; this keeps it so.
-  for (const auto& [section, options] : host::host_options())
+  for (const auto& [section, options] : config::host_options())
     for (const auto& o : options) {
       if (o.spec.type != sdk::OptionType::Int && o.spec.type != sdk::OptionType::Float) continue;
       EXPECT_TRUE(std::isfinite(o.range.min) || std::isfinite(o.range.max)) << section << "." << o.spec.key;

@@ -12,7 +12,7 @@ namespace gradsweep {
 namespace {
 
 namespace fs = std::filesystem;
-using host::CommRequest;
+using config::CommRequest;
 
 CommRequest request(const std::string& choice, const std::string& device, bool nccl, bool launcher,
                     const std::string& env = "") {
@@ -26,11 +26,11 @@ CommRequest request(const std::string& choice, const std::string& device, bool n
   return r;
 }
 
-std::string chosen(const CommRequest& r) { return host::choose_comm(r).backend; }
+std::string chosen(const CommRequest& r) { return config::choose_comm(r).backend; }
 
 std::string refusal(const CommRequest& r) {
   try {
-    host::choose_comm(r);
+    config::choose_comm(r);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -53,7 +53,7 @@ TEST(CommChoice, ExplicitChoiceAndEnvironmentOverride) {
   EXPECT_EQ(chosen(request("mpi", "cpu", false, false, "local")), "local");
   EXPECT_EQ(chosen(request("local", "cuda", true, true, "nccl")), "nccl");
   EXPECT_EQ(chosen(request("mpi", "cpu", false, false, "auto")), "mpi");  // auto defers to the file
-  EXPECT_NE(host::choose_comm(request("local", "cpu", false, true, "mpi")).why.find("GRADSWEEP_COMM=mpi"),
+  EXPECT_NE(config::choose_comm(request("local", "cpu", false, true, "mpi")).why.find("GRADSWEEP_COMM=mpi"),
             std::string::npos);
 }
 
@@ -74,14 +74,15 @@ const char* kMinimalCell =
     "model: {name: gpt2}\ndata: {train: a.bin, val: b.bin}\ntrain: {steps: 1, batch_size: 1, seq_len: 8}\n";
 
 TEST(CommChoice, ConfigKeyDefaultsToAutoAndValidates) {
-  EXPECT_EQ(host::parse_cell_config(kMinimalCell, "cell.yaml", {}).comm, "auto");
+  EXPECT_EQ(config::parse_cell_config(kMinimalCell, "cell.yaml", {}).comm, "auto");
   for (const char* ok : {"local", "mpi", "nccl"})
     EXPECT_EQ(
-        host::parse_cell_config(std::string(kMinimalCell) + "runtime: {comm: " + ok + "}\n", "cell.yaml", {}).comm, ok);
+        config::parse_cell_config(std::string(kMinimalCell) + "runtime: {comm: " + ok + "}\n", "cell.yaml", {}).comm,
+        ok);
   try {
-    host::parse_cell_config(std::string(kMinimalCell) + "runtime:\n  comm: gloo\n", "cell.yaml", {});
+    config::parse_cell_config(std::string(kMinimalCell) + "runtime:\n  comm: gloo\n", "cell.yaml", {});
     FAIL() << "runtime.comm: gloo was accepted";
-  } catch (const host::ConfigError& e) {
+  } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("cell.yaml:5:9: runtime.comm: 'gloo' is not one of auto, local, mpi, nccl"),
               std::string::npos)
         << e.what();
@@ -115,11 +116,11 @@ test::CommandResult train(const fs::path& config, const fs::path& out, const std
 bool machine_has_gpu() { return test::run_command("nvidia-smi -L >/dev/null 2>&1").exit_code == 0; }
 
 TEST(CommChoiceCli, NcclWithoutGpuOrBuildIsAClearError) {
-  if (host::nccl_built() && machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU: nccl would run";
+  if (comm::nccl_built() && machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU: nccl would run";
   const fs::path dir = test::scratch_dir();
   const auto r = train(cell(dir, "{device: cuda, comm: nccl}"), dir / "o");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  const std::string expected = host::nccl_built()
+  const std::string expected = comm::nccl_built()
                                    ? "the NCCL backend needs a CUDA device; this machine has none (cudaGetDeviceCount: "
                                    : "runtime.comm: nccl: this gradsweep was built without the NCCL backend";
   EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;

@@ -18,7 +18,7 @@
 namespace gradsweep {
 namespace {
 
-using host::PluginRegistry;
+using plugins::PluginRegistry;
 using sdk::PluginKind;
 namespace fs = std::filesystem;
 
@@ -37,22 +37,22 @@ sdk::PlanFacts facts_for(int world, const sdk::Options& options, const char* bac
 TEST(DeclaredCapabilities, InTreeStrategiesDeclareThemAndTheirChoices) {
   PluginRegistry registry;
   registry.scan({test::plugin_dir()});
-  const host::PluginRecord& ring = registry.find(PluginKind::Strategy, "ring");
-  const std::optional<sdk::StrategyCapabilities> caps = host::declared_capabilities(ring);
+  const plugins::PluginRecord& ring = registry.find(PluginKind::Strategy, "ring");
+  const std::optional<sdk::StrategyCapabilities> caps = plugins::declared_capabilities(ring);
   ASSERT_TRUE(caps);
   EXPECT_TRUE(caps->synchronous_exact);
   EXPECT_TRUE(caps->ranks_agree);
   EXPECT_FALSE(caps->restricts_vocabulary);
-  const auto specs = host::option_specs(ring);
-  const auto choices = host::option_choices(ring);
+  const auto specs = plugins::option_specs(ring);
+  const auto choices = plugins::option_choices(ring);
   ASSERT_EQ(specs.size(), choices.size());
   EXPECT_EQ(std::string(specs[0].key), "algorithm");
   EXPECT_EQ(choices[0], "auto|ring|native|hierarchical");
   EXPECT_EQ(std::string(specs[0].default_value), "auto");
-  EXPECT_FALSE(host::declared_capabilities(registry.find(PluginKind::Strategy, "ring-amp"))->synchronous_exact);
-  EXPECT_TRUE(host::declared_capabilities(registry.find(PluginKind::Strategy, "sampled"))->restricts_vocabulary);
+  EXPECT_FALSE(plugins::declared_capabilities(registry.find(PluginKind::Strategy, "ring-amp"))->synchronous_exact);
+  EXPECT_TRUE(plugins::declared_capabilities(registry.find(PluginKind::Strategy, "sampled"))->restricts_vocabulary);
   for (const char* name : {"single", "ring", "ring-amp", "dps", "dps-amp", "ps", "ps-amp", "sampled"})
-    EXPECT_TRUE(host::declared_capabilities(registry.find(PluginKind::Strategy, name))) << name;
+    EXPECT_TRUE(plugins::declared_capabilities(registry.find(PluginKind::Strategy, name))) << name;
 }
 
 TEST(DeclaredCapabilities, AnOlderCapabilitiesStructIsReadOnlyAsFarAsItsSize) {
@@ -68,8 +68,8 @@ TEST(DeclaredCapabilities, AnOlderCapabilitiesStructIsReadOnlyAsFarAsItsSize) {
   std::memcpy(memory, &declared, kSize14);
   descriptor.capabilities = reinterpret_cast<const sdk::StrategyCapabilities*>(memory);
   descriptor.abi_minor = 4;  // a 1.4 plugin: its struct is 1.4's size
-  host::PluginRecord record{"old", PluginKind::Strategy, "1", "", "old.so", &descriptor};
-  const auto caps = host::declared_capabilities(record);
+  plugins::PluginRecord record{"old", PluginKind::Strategy, "1", "", "old.so", &descriptor};
+  const auto caps = plugins::declared_capabilities(record);
   ASSERT_TRUE(caps);
   EXPECT_EQ(caps->min_ranks, 2u);
   EXPECT_TRUE(caps->synchronous_exact);
@@ -86,17 +86,17 @@ TEST(DeclaredCapabilities, FieldsBeyondTheDescriptorsSizeAreNeverRead) {
   cut.capabilities = reinterpret_cast<const sdk::StrategyCapabilities*>(0x1);
   cut.option_choices = reinterpret_cast<const char* const*>(0x1);
   cut.check_plan = nullptr;
-  host::PluginRecord record{"cut", PluginKind::Strategy, "1", "", "cut.so", &cut};
-  EXPECT_FALSE(host::declared_capabilities(record));
-  for (const auto& c : host::option_choices(record)) EXPECT_EQ(c, "");
+  plugins::PluginRecord record{"cut", PluginKind::Strategy, "1", "", "cut.so", &cut};
+  EXPECT_FALSE(plugins::declared_capabilities(record));
+  for (const auto& c : plugins::option_choices(record)) EXPECT_EQ(c, "");
   // The same fields within its struct_size but past what its minor has: ignored too.
   cut.struct_size = sizeof(sdk::PluginDescriptor);
-  EXPECT_FALSE(host::declared_capabilities(record));
+  EXPECT_FALSE(plugins::declared_capabilities(record));
   // A descriptor claiming 1.9 but cut to 1.3's size: an error naming the plugin, never garbage followed.
   cut.abi_minor = 9;
   cut.struct_size = offsetof(sdk::PluginDescriptor, capabilities);
   try {
-    (void)host::declared_capabilities(record);
+    (void)plugins::declared_capabilities(record);
     FAIL() << "expected an error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("strategy 'cut': its PluginDescriptor is"), std::string::npos) << e.what();
@@ -108,13 +108,13 @@ TEST(DeclaredCapabilities, SingleOnTwoRanksIsRefusedInItsOwnWords) {
   registry.scan({test::plugin_dir()});
   const sdk::Options options(std::map<std::string, sdk::Options::Value>{{"precision", std::string("fp32")}});
   const auto verdict =
-      host::check_strategy_plan(registry.find(PluginKind::Strategy, "single"), facts_for(2, options, "mpi", ~0ull));
+      plugins::check_strategy_plan(registry.find(PluginKind::Strategy, "single"), facts_for(2, options, "mpi", ~0ull));
   EXPECT_EQ(verdict.refusal,
             "strategy 'single' runs on one rank, but the job has 2 (nodes x ranks_per_node = 1 x 2); "
             "pick a data-parallel strategy (ps, dps, ring) for more");
-  EXPECT_EQ(host::refusal_key(verdict, 1), "launcher.ranks_per_node");
-  const host::PluginRecord& single = registry.find(PluginKind::Strategy, "single");
-  EXPECT_EQ(host::check_strategy_plan(single, facts_for(1, options, "local", ~0ull)).refusal, "");
+  EXPECT_EQ(plugins::refusal_key(verdict, 1), "launcher.ranks_per_node");
+  const plugins::PluginRecord& single = registry.find(PluginKind::Strategy, "single");
+  EXPECT_EQ(plugins::check_strategy_plan(single, facts_for(1, options, "local", ~0ull)).refusal, "");
 }
 
 TEST(DeclaredCapabilities, WhatTheBackendLacksIsRefusedAndAServerThatServesDoesNotCompute) {
@@ -122,26 +122,26 @@ TEST(DeclaredCapabilities, WhatTheBackendLacksIsRefusedAndAServerThatServesDoesN
   registry.scan({test::plugin_dir()});
   const sdk::CommFeatures nccl = sdk::kPointToPoint | sdk::kAsyncCollectives;
   const sdk::Options ring_options(std::map<std::string, sdk::Options::Value>{{"algorithm", std::string("ring")}});
-  const auto ring =
-      host::check_strategy_plan(registry.find(PluginKind::Strategy, "ring"), facts_for(2, ring_options, "nccl", nccl));
+  const auto ring = plugins::check_strategy_plan(registry.find(PluginKind::Strategy, "ring"),
+                                                 facts_for(2, ring_options, "nccl", nccl));
   EXPECT_NE(ring.refusal.find("algorithm ring is gradsweep's own allreduce over point-to-point, which the nccl "
                               "backend does not offer on 2 ranks; use algorithm: native"),
             std::string::npos)
       << ring.refusal;
-  EXPECT_EQ(host::refusal_key(ring, 1), "strategy.algorithm");
+  EXPECT_EQ(plugins::refusal_key(ring, 1), "strategy.algorithm");
   // The default, auto, is the backend's own allreduce there: accepted.
   const sdk::Options auto_options(std::map<std::string, sdk::Options::Value>{{"algorithm", std::string("auto")}});
-  EXPECT_EQ(
-      host::check_strategy_plan(registry.find(PluginKind::Strategy, "ring"), facts_for(2, auto_options, "nccl", nccl))
-          .refusal,
-      "");
+  EXPECT_EQ(plugins::check_strategy_plan(registry.find(PluginKind::Strategy, "ring"),
+                                         facts_for(2, auto_options, "nccl", nccl))
+                .refusal,
+            "");
 
   const sdk::Options ps_async(
       std::map<std::string, sdk::Options::Value>{{"mode", std::string("async")}, {"server_computes", false}});
-  const host::PluginRecord& ps = registry.find(PluginKind::Strategy, "ps");
-  const auto on_nccl = host::check_strategy_plan(ps, facts_for(3, ps_async, "nccl", nccl));
+  const plugins::PluginRecord& ps = registry.find(PluginKind::Strategy, "ps");
+  const auto on_nccl = plugins::check_strategy_plan(ps, facts_for(3, ps_async, "nccl", nccl));
   EXPECT_NE(on_nccl.refusal.find("mode async serves gradients in the order they arrive (recv_any)"), std::string::npos);
-  const auto on_mpi = host::check_strategy_plan(ps, facts_for(3, ps_async, "mpi", ~0ull));
+  const auto on_mpi = plugins::check_strategy_plan(ps, facts_for(3, ps_async, "mpi", ~0ull));
   EXPECT_EQ(on_mpi.refusal, "");
   EXPECT_EQ(on_mpi.computing_ranks, 2);
   ASSERT_TRUE(on_mpi.capabilities);
@@ -150,30 +150,30 @@ TEST(DeclaredCapabilities, WhatTheBackendLacksIsRefusedAndAServerThatServesDoesN
   EXPECT_TRUE(on_mpi.answered);
   const sdk::Options ps_sync(
       std::map<std::string, sdk::Options::Value>{{"mode", std::string("sync")}, {"server_computes", true}});
-  const auto sync = host::check_strategy_plan(ps, facts_for(3, ps_sync, "mpi", ~0ull));
+  const auto sync = plugins::check_strategy_plan(ps, facts_for(3, ps_sync, "mpi", ~0ull));
   ASSERT_TRUE(sync.capabilities);
   EXPECT_TRUE(sync.capabilities->deterministic);
   // Units are declared now, not answered by RankRole.
-  EXPECT_TRUE(host::declared_capabilities(registry.find(PluginKind::Strategy, "fsdp"))->unit_events);
-  EXPECT_FALSE(host::declared_capabilities(registry.find(PluginKind::Strategy, "ring"))->unit_events);
+  EXPECT_TRUE(plugins::declared_capabilities(registry.find(PluginKind::Strategy, "fsdp"))->unit_events);
+  EXPECT_FALSE(plugins::declared_capabilities(registry.find(PluginKind::Strategy, "ring"))->unit_events);
 }
 
 TEST(DeclaredCapabilities, APluginBuiltAsSdk12DeclaresNothingAndKeepsTheOldBehaviour) {
   PluginRegistry registry;
   registry.scan({kCounting});
   ASSERT_TRUE(registry.refused().empty()) << registry.refused().front().reason;
-  const host::PluginRecord& old = registry.find(PluginKind::Strategy, "counting_sdk_1_2");
+  const plugins::PluginRecord& old = registry.find(PluginKind::Strategy, "counting_sdk_1_2");
   EXPECT_EQ(old.descriptor->abi_minor, 2u);
   EXPECT_LT(old.descriptor->struct_size, sizeof(sdk::PluginDescriptor));
-  EXPECT_FALSE(host::declared_capabilities(old));
+  EXPECT_FALSE(plugins::declared_capabilities(old));
   const sdk::Options none;
-  const auto verdict = host::check_strategy_plan(old, facts_for(2, none, "mpi", ~0ull));
+  const auto verdict = plugins::check_strategy_plan(old, facts_for(2, none, "mpi", ~0ull));
   EXPECT_EQ(verdict.refusal, "");
   EXPECT_EQ(verdict.computing_ranks, 2);
-  EXPECT_TRUE(host::asks_for_vocabulary(old, verdict));
-  const host::PluginRecord& declared = registry.find(PluginKind::Strategy, "counting_sdk_1_4");
-  const auto declared_verdict = host::check_strategy_plan(declared, facts_for(1, none, "local", ~0ull));
-  EXPECT_FALSE(host::asks_for_vocabulary(declared, declared_verdict));
+  EXPECT_TRUE(plugins::asks_for_vocabulary(old, verdict));
+  const plugins::PluginRecord& declared = registry.find(PluginKind::Strategy, "counting_sdk_1_4");
+  const auto declared_verdict = plugins::check_strategy_plan(declared, facts_for(1, none, "local", ~0ull));
+  EXPECT_FALSE(plugins::asks_for_vocabulary(declared, declared_verdict));
 }
 
 // The step records' "plugin" scalars of a `gradsweep train` run of the counting strategy `name`.

@@ -10,9 +10,9 @@
 namespace gradsweep::test {
 namespace {
 namespace fs = std::filesystem;
-using host::classify_kernel;
-using host::KernelClass;
-using host::KernelRecord;
+using train::classify_kernel;
+using train::KernelClass;
+using train::KernelRecord;
 
 TEST(KernelClasses, CudaKernelNamesAsCublasFlashAndLibTorchNameThem) {
   EXPECT_EQ(classify_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"),
@@ -56,7 +56,7 @@ TEST(KernelSummary, NestedOperatorsAreChargedTheirSelfTime) {
                                              {"aten::fill_", 1, 2'000'000, 3'000'000},
                                              {"aten::mm", 2, 0, 4'000'000},
                                              {"aten::embedding", 1, 10'000'000, 12'000'000}};
-  const host::KernelProfile p = host::summarize_kernels(records, "cpu operators", 2, 0.02);
+  const train::KernelProfile p = train::summarize_kernels(records, "cpu operators", 2, 0.02);
   const auto ms = [&](KernelClass k) { return p.seconds[static_cast<std::size_t>(k)] * 1e3; };
   // Per step (2 steps): linear's self 4 ms + addmm's 5 ms + mm's 4 ms = 13 ms of GEMM, halved.
   EXPECT_NEAR(ms(KernelClass::Gemm), 6.5, 1e-9);

@@ -6,7 +6,7 @@ namespace gradsweep {
 namespace {
 
 TEST(LearningRate, WarmupThenCosineToMin) {
-  using host::learning_rate;
+  using train::learning_rate;
   EXPECT_DOUBLE_EQ(learning_rate(0, 100, 10, 1.0, 0.1), 0.1);
   EXPECT_DOUBLE_EQ(learning_rate(9, 100, 10, 1.0, 0.1), 1.0);
   EXPECT_DOUBLE_EQ(learning_rate(10, 100, 10, 1.0, 0.1), 1.0);

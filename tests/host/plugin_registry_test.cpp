@@ -9,7 +9,7 @@
 namespace gradsweep {
 namespace {
 
-using host::PluginRegistry;
+using plugins::PluginRegistry;
 using sdk::PluginKind;
 namespace fs = std::filesystem;
 
@@ -18,7 +18,7 @@ const fs::path kRefused = GRADSWEEP_TEST_REFUSED_DIR;
 TEST(PluginRegistry, FindsBuiltPluginsWithTheirDescriptors) {
   PluginRegistry registry;
   registry.scan({test::plugin_dir()});
-  const host::PluginRecord& single = registry.find(PluginKind::Strategy, "single");
+  const plugins::PluginRecord& single = registry.find(PluginKind::Strategy, "single");
   EXPECT_EQ(single.descriptor->abi_major, sdk::kAbiMajor);
   EXPECT_EQ(single.descriptor->build.torch_major, static_cast<std::uint32_t>(TORCH_VERSION_MAJOR));
   EXPECT_EQ(single.path.parent_path(), fs::weakly_canonical(test::plugin_dir()));
@@ -110,13 +110,13 @@ TEST(PluginRegistry, TruncatedLibrariesAreRefusedBeforeDlopen) {
 TEST(PluginRegistry, ElfCheckAcceptsEveryBuiltPluginAndRefusesOtherKinds) {
   for (const auto& entry : fs::directory_iterator(test::plugin_dir()))
     if (entry.path().extension() == ".so") {
-      EXPECT_EQ(host::elf_problem(entry.path()), "") << entry.path();
+      EXPECT_EQ(plugins::elf_problem(entry.path()), "") << entry.path();
     }
   // An executable is not a library; a text file is not ELF.
   const fs::path dir = test::scratch_dir();
   test::write_text(dir / "text.so", "not an ELF file at all, but longer than an ELF header is long: 64 bytes");
-  EXPECT_EQ(host::elf_problem(dir / "text.so"), "not an ELF file (no ELF magic number)");
-  const std::string exe = host::elf_problem(test::gradsweep_binary());
+  EXPECT_EQ(plugins::elf_problem(dir / "text.so"), "not an ELF file (no ELF magic number)");
+  const std::string exe = plugins::elf_problem(test::gradsweep_binary());
   EXPECT_TRUE(exe.empty() || exe.find("not a shared library") != std::string::npos) << exe;
 }
 

@@ -29,7 +29,7 @@
 namespace gradsweep {
 namespace {
 
-using host::PluginRegistry;
+using plugins::PluginRegistry;
 using sdk::PluginKind;
 namespace fs = std::filesystem;
 
@@ -46,7 +46,7 @@ TEST(SizedStruct, ReadsOnlyThePrefixThePluginWroteAndItsMinorHas) {
   written.struct_size = kSize17;
   std::memcpy(memory, &written, kSize17);
   const auto* plugin = reinterpret_cast<const sdk::StrategyCapabilities*>(memory);
-  const sdk::StrategyCapabilities read = host::read_sized(plugin, 8, "strategy 'old'");
+  const sdk::StrategyCapabilities read = plugins::read_sized(plugin, 8, "strategy 'old'");
   EXPECT_EQ(read.min_ranks, 3u);
   EXPECT_TRUE(read.reshards);
   EXPECT_FALSE(read.unit_events);   // 1.9's: its default, not 0xff
@@ -56,15 +56,15 @@ TEST(SizedStruct, ReadsOnlyThePrefixThePluginWroteAndItsMinorHas) {
   written.struct_size = sizeof(sdk::StrategyCapabilities);
   std::memcpy(memory, &written, sizeof written);
   reinterpret_cast<sdk::StrategyCapabilities*>(memory)->unit_events = true;
-  EXPECT_FALSE(host::read_sized(plugin, 7, "strategy 'old'").unit_events);
-  EXPECT_TRUE(host::read_sized(plugin, 9, "strategy 'new'").unit_events);
+  EXPECT_FALSE(plugins::read_sized(plugin, 7, "strategy 'old'").unit_events);
+  EXPECT_TRUE(plugins::read_sized(plugin, 9, "strategy 'new'").unit_events);
 }
 
 TEST(SizedStruct, AStructSmallerThanItsMinorPromisedIsAnErrorNamingThePlugin) {
   sdk::StrategyCapabilities caps;
   caps.struct_size = offsetof(sdk::StrategyCapabilities, reshards) + sizeof(bool);  // 1.7's size
   try {
-    (void)host::read_sized(&caps, 9, "strategy 'shorty'");
+    (void)plugins::read_sized(&caps, 9, "strategy 'shorty'");
     FAIL() << "expected an error";
   } catch (const std::runtime_error& e) {
     const std::string msg = e.what();
@@ -73,8 +73,8 @@ TEST(SizedStruct, AStructSmallerThanItsMinorPromisedIsAnErrorNamingThePlugin) {
               std::string::npos)
         << msg;
   }
-  EXPECT_NO_THROW((void)host::read_sized(&caps, 8, "strategy 'fine'"));
-  EXPECT_EQ(host::size_required<sdk::PluginDescriptor>(3), offsetof(sdk::PluginDescriptor, capabilities));
+  EXPECT_NO_THROW((void)plugins::read_sized(&caps, 8, "strategy 'fine'"));
+  EXPECT_EQ(plugins::size_required<sdk::PluginDescriptor>(3), offsetof(sdk::PluginDescriptor, capabilities));
 }
 
 // ---- the registry: old minors load, broken builds are refused by name ---------------------------------
@@ -84,9 +84,9 @@ TEST(SdkGrowth, EveryOlderMinorLoadsAndSaysWhatItsSdkHad) {
   registry.scan({kCounting});
   ASSERT_TRUE(registry.refused().empty()) << registry.refused().front().reason;
   for (const int minor : {2, 3, 4, 8, 9}) {
-    const host::PluginRecord& r = registry.find(PluginKind::Strategy, "counting_sdk_1_" + std::to_string(minor));
+    const plugins::PluginRecord& r = registry.find(PluginKind::Strategy, "counting_sdk_1_" + std::to_string(minor));
     EXPECT_EQ(r.descriptor->abi_minor, static_cast<std::uint32_t>(minor));
-    const auto caps = host::declared_capabilities(r);
+    const auto caps = plugins::declared_capabilities(r);
     EXPECT_EQ(caps.has_value(), minor >= 4) << minor;
     if (caps) {
       EXPECT_TRUE(caps->synchronous_exact) << minor;
@@ -126,22 +126,22 @@ TEST(SdkGrowth, TrainingWithARefusedBuildFailsWithItsReasonAndNoCrash) {
 
 template <auto Method>
 concept InTheTable = requires {
-  host::AbiMethod<Method>::minor;
+  plugins::AbiMethod<Method>::minor;
 };
 static_assert(InTheTable<&sdk::StrategyAbi::load_resharded> && InTheTable<&sdk::ModelAbi::logits>);
 static_assert(!InTheTable<&sdk::UnitCalls::active>, "only the boundary's methods can be called");
 
 // A strategy instance of `record` on one rank, with everything its context borrows.
 struct Hosted {
-  explicit Hosted(const host::PluginRecord& record)
+  explicit Hosted(const plugins::PluginRecord& record)
       : logger("strategy " + record.name),
-        comm(host::make_local_communicator()),
+        comm(comm::make_local_communicator()),
         instance(record, sdk::PluginContext{options, logger, metrics, *comm, torch::Device(torch::kCPU)}) {}
   sdk::Options options;
-  host::PluginLogger logger;
-  host::StepMetrics metrics;
-  std::unique_ptr<host::HostCommunicator> comm;
-  host::StrategyInstance instance;
+  services::PluginLogger logger;
+  services::StepMetrics metrics;
+  std::unique_ptr<comm::HostCommunicator> comm;
+  plugins::StrategyInstance instance;
 };
 
 TEST(SdkGrowth, AMethodThePluginsSdkLacksIsNeverCalled) {
@@ -168,7 +168,7 @@ TEST(SdkGrowth, UnitEventsComeFromTheDeclarationOrFromRoleBefore19) {
   registry.scan({kCounting});
   const auto hears = [&](const char* name) {
     Hosted h(registry.find(PluginKind::Strategy, name));
-    return host::hears_unit_events(h.instance);
+    return plugins::hears_unit_events(h.instance);
   };
   EXPECT_FALSE(hears("counting_sdk_1_3"));
   EXPECT_FALSE(hears("counting_sdk_1_4"));
@@ -177,21 +177,21 @@ TEST(SdkGrowth, UnitEventsComeFromTheDeclarationOrFromRoleBefore19) {
 }
 
 TEST(SdkGrowth, WhoComputesIsThePlanAnswerAndAnOlderRoleMustAgree) {
-  host::PlanVerdict plan;
+  plugins::PlanVerdict plan;
   plan.computing_ranks = 2;
   plan.answered = true;
-  EXPECT_FALSE(host::computes_by_plan(plan, 0, 3));  // the lowest ranks serve
-  EXPECT_TRUE(host::computes_by_plan(plan, 1, 3));
-  EXPECT_TRUE(host::computes_by_plan(plan, 2, 3));
+  EXPECT_FALSE(plugins::computes_by_plan(plan, 0, 3));  // the lowest ranks serve
+  EXPECT_TRUE(plugins::computes_by_plan(plan, 1, 3));
+  EXPECT_TRUE(plugins::computes_by_plan(plan, 2, 3));
 
   PluginRegistry registry;
   registry.scan({kCounting});
   Hosted disagrees(registry.find(PluginKind::Strategy, "counting_role_disagrees"));
-  host::PlanVerdict all;
+  plugins::PlanVerdict all;
   all.computing_ranks = 1;
   all.answered = true;
   try {
-    (void)host::rank_duties(disagrees.instance, all, 0, 1);
+    (void)plugins::rank_duties(disagrees.instance, all, 0, 1);
     FAIL() << "expected an error";
   } catch (const std::runtime_error& e) {
     const std::string msg = e.what();
@@ -202,7 +202,7 @@ TEST(SdkGrowth, WhoComputesIsThePlanAnswerAndAnOlderRoleMustAgree) {
   }
   // Without a plan answer (SDK 1.1 to 1.3 had no check_plan), role() alone decides.
   all.answered = false;
-  EXPECT_FALSE(host::rank_duties(disagrees.instance, all, 0, 1).computes);
+  EXPECT_FALSE(plugins::rank_duties(disagrees.instance, all, 0, 1).computes);
 }
 
 // ---- trained through the CLI ----------------------------------------------------------------------------

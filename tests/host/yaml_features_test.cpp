@@ -14,7 +14,7 @@
 namespace gradsweep {
 namespace {
 namespace fs = std::filesystem;
-using host::ConfigError;
+using config::ConfigError;
 
 constexpr double kAnswerWithin = 5.0;  // seconds, on a loaded 2-core CI machine
 
@@ -38,7 +38,7 @@ std::string answer(const std::function<void()>& parse) {
 }
 
 std::string cell(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  return answer([&] { host::parse_cell_config(text, "c.yaml", "/base", overrides); });
+  return answer([&] { config::parse_cell_config(text, "c.yaml", "/base", overrides); });
 }
 
 // Through the experiment parser, as `gradsweep plan` and `run` read a file.
@@ -47,7 +47,7 @@ std::string experiment(const std::string& text) {
   test::write_text(file, text);
   return answer([&] {
     const experiment::ExperimentFile exp = experiment::load_experiment_file(file, {});
-    exp.fresh_root();
+    exp.reread();
   });
 }
 
@@ -65,7 +65,7 @@ std::string alias_bomb() {
 }
 
 TEST(YamlFeatures, AliasIsACopyThatEditsNothingElse) {
-  const YAML::Node root = host::parse_config_yaml(
+  const YAML::Node root = config::parse_config_yaml(
       "base: &b {name: ps, mode: async, inner: &i [1, 2]}\n"
       "include: [{strategy: *b}, {strategy: *b, extra: *i}]\n",
       "x.yaml");
@@ -80,7 +80,7 @@ TEST(YamlFeatures, AliasIsACopyThatEditsNothingElse) {
   EXPECT_EQ(root["base"].Mark().line, 0);
   EXPECT_TRUE(root["include"][0]["strategy"].Mark().is_null());
   // Also when the alias is nearer the top than its anchor.
-  const YAML::Node nested = host::parse_config_yaml("a: {inner: &x {k: 1}}\nb: *x\n", "x.yaml");
+  const YAML::Node nested = config::parse_config_yaml("a: {inner: &x {k: 1}}\nb: *x\n", "x.yaml");
   EXPECT_EQ(nested["a"]["inner"].Mark().line, 0);
   EXPECT_TRUE(nested["b"].Mark().is_null());
 }
@@ -90,8 +90,8 @@ TEST(YamlFeatures, CellAcceptsAliasesAsCopies) {
                  "data: {train: &p [/d/a.bin, /d/b.bin], val: *p}\n" +
                  kTrain),
             "");
-  const auto c = host::parse_cell_config("model: {name: gpt2}\ndata: {train: &p [/d/a.bin], val: *p}\n" + kTrain,
-                                         "c.yaml", "/base", {"data.val=[/d/v.bin]"});
+  const auto c = config::parse_cell_config("model: {name: gpt2}\ndata: {train: &p [/d/a.bin], val: *p}\n" + kTrain,
+                                           "c.yaml", "/base", {"data.val=[/d/v.bin]"});
   EXPECT_EQ(c.train_data, std::vector<fs::path>{"/d/a.bin"});
   EXPECT_EQ(c.val_data, std::vector<fs::path>{"/d/v.bin"});
   // A value refused inside a copy is named by its key.

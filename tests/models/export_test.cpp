@@ -6,8 +6,8 @@
 // (import_weights, what `model.init_from` does) exports to the same bytes. Errors name what is missing.
 #include "hf_test_support.hpp"
 
-#include "export/model_import.hpp"
-#include "export/safetensors_file.hpp"
+#include "weights/model_import.hpp"
+#include "weights/safetensors_file.hpp"
 #include "support/plugin_fixture.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -38,9 +38,9 @@ std::shared_ptr<LoadedModel> model_of(const Case& c) {
 double largest_logit_difference(const Case& c, const fs::path& hf, const fs::path& reference_file) {
   const auto model = model_of(c);
   model->set_training(false);
-  const host::HfWeights weights(hf);
+  const weights::HfWeights weights(hf);
   sdk::check((*model)->import_weights("hf", weights.weights()));
-  const host::SafetensorsFile reference(reference_file);
+  const weights::SafetensorsFile reference(reference_file);
   torch::Tensor inputs, expected;
   for (const auto& t : reference.tensors()) (t.name == "logits" ? expected : inputs) = t.tensor;
   torch::Tensor ours;
@@ -54,12 +54,12 @@ double largest_logit_difference(const Case& c, const fs::path& hf, const fs::pat
 void expect_round_trip(const Case& c, const fs::path& hf, const fs::path& dir) {
   const auto model = model_of(c);
   {
-    const host::HfWeights weights(hf);
+    const weights::HfWeights weights(hf);
     sdk::check((*model)->import_weights("hf", weights.weights()));
   }
   sdk::ExportedWeights again;
   sdk::check((*model)->export_weights("hf", &again));
-  host::write_safetensors(dir / "again.safetensors", again.tensors);
+  weights::write_safetensors(dir / "again.safetensors", again.tensors);
   EXPECT_EQ(read_text(dir / "again.safetensors"), read_text(hf / "model.safetensors"));
   EXPECT_EQ(again.config_json + "\n", read_text(hf / "config.json"));
 }

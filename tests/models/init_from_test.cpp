@@ -5,7 +5,7 @@
 // refused when the sweep is planned, naming the key, its place and the tensor; nothing trains.
 #include "hf_test_support.hpp"
 
-#include "export/safetensors_file.hpp"
+#include "weights/safetensors_file.hpp"
 #include "support/plugin_fixture.hpp"
 
 namespace gradsweep::test {
@@ -65,7 +65,7 @@ void write_llama_300(const fs::path& dir) {
   sdk::ExportedWeights weights;
   sdk::check((*model)->export_weights("hf", &weights));
   fs::create_directories(dir);
-  host::write_safetensors(dir / "model.safetensors", weights.tensors);
+  weights::write_safetensors(dir / "model.safetensors", weights.tensors);
   write_text(dir / "config.json", weights.config_json);
 }
 

@@ -136,7 +136,7 @@ TEST_P(LmContract, AutocastLossIsFloat32AndClose) {
   const double full_precision = value(model->loss(batch));
   torch::Tensor mixed;
   {
-    host::AutocastScope autocast(torch::kCPU, torch::kBFloat16);
+    train::AutocastScope autocast(torch::kCPU, torch::kBFloat16);
     mixed = model->loss(batch);
   }
   EXPECT_EQ(mixed.scalar_type(), torch::kFloat);

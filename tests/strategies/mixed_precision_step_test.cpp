@@ -99,7 +99,7 @@ RankResult amp_steps(sdk::Communicator& comm, const sdk::Options& options) {
     auto [x, y] = batch(comm.rank(), step);
     torch::Tensor out;
     {
-      const host::AutocastScope autocast(torch::kCPU, amp.compute_dtype());
+      const train::AutocastScope autocast(torch::kCPU, amp.compute_dtype());
       out = torch::linear(x, params[0], params[1]);
     }
     EXPECT_EQ(out.scalar_type(), torch::kBFloat16);

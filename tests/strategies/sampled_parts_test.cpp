@@ -81,20 +81,20 @@ TEST(VocabularySampler, KCoveringTheVocabularyGivesExactlyTheFullSoftmaxLoss) {
   const VocabularySampler everything(torch::ones({kVocab}, torch::kDouble), kVocab, 1);
   const auto vocabulary = everything.sample(0, targets);
   ASSERT_EQ(vocabulary.rows.numel(), kVocab);
-  const sdk::OutputSubset subset = host::restrict_targets(vocabulary, targets, kVocab, 0);
+  const sdk::OutputSubset subset = train::restrict_targets(vocabulary, targets, kVocab, 0);
   const double full = models::lm_head_loss(hidden, weight, bias, batch, nullptr).item<double>();
   const double sampled = models::lm_head_loss(hidden, weight, bias, batch, &subset).item<double>();
   EXPECT_NEAR(sampled, full, 1e-5 * full);
   // With fewer rows the sampled loss is a different (smaller-partition) estimate, but finite.
   const VocabularySampler some(torch::ones({kVocab}, torch::kDouble), 32, 1);
-  const auto small = host::restrict_targets(some.sample(0, targets), targets, kVocab, 0);
+  const auto small = train::restrict_targets(some.sample(0, targets), targets, kVocab, 0);
   EXPECT_TRUE(std::isfinite(models::lm_head_loss(hidden, weight, bias, batch, &small).item<double>()));
 }
 
 TEST(RestrictTargets, RefusesRowsThatLackATarget) {
   sdk::OutputVocabulary vocabulary{torch::tensor({1, 2, 3}, torch::kLong), {}};
   try {
-    host::restrict_targets(vocabulary, torch::tensor({{1, 4}}, torch::kLong), 10, 12);
+    train::restrict_targets(vocabulary, torch::tensor({{1, 4}}, torch::kLong), 10, 12);
     FAIL() << "a missing target was accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("step 12"), std::string::npos) << e.what();
@@ -104,11 +104,11 @@ TEST(RestrictTargets, RefusesRowsThatLackATarget) {
 
 TEST(CountTokens, CountsEveryTokenOfTheShardOrItsFirstTokens) {
   const auto shard = data::TokenShard::open(test::word_corpus() / "train.bin");
-  const torch::Tensor counts = host::count_tokens(shard, test::kWordCorpusVocab);
+  const torch::Tensor counts = train::count_tokens(shard, test::kWordCorpusVocab);
   ASSERT_EQ(counts.numel(), test::kWordCorpusVocab);
   EXPECT_EQ(counts.sum().item<std::int64_t>(), static_cast<std::int64_t>(shard.size()));
   EXPECT_EQ(counts[shard.tokens()[0]].item<std::int64_t>() > 0, true);
-  const torch::Tensor first = host::count_tokens(shard, test::kWordCorpusVocab, 1000);
+  const torch::Tensor first = train::count_tokens(shard, test::kWordCorpusVocab, 1000);
   EXPECT_EQ(first.sum().item<std::int64_t>(), 1000);
   EXPECT_TRUE(first.le(counts).all().item<bool>());
 }

@@ -72,9 +72,9 @@ fs::path word_corpus() {
 
 namespace {
 
-host::PluginRegistry& registry() {
-  static host::PluginRegistry r = [] {
-    host::PluginRegistry reg;
+plugins::PluginRegistry& registry() {
+  static plugins::PluginRegistry r = [] {
+    plugins::PluginRegistry reg;
     reg.scan({plugin_dir()});
     return reg;
   }();
@@ -83,19 +83,19 @@ host::PluginRegistry& registry() {
 
 class HostedModel final : public LoadedModel {
  public:
-  HostedModel(const host::PluginRecord& record, sdk::Options options, torch::Device device)
+  HostedModel(const plugins::PluginRecord& record, sdk::Options options, torch::Device device)
       : options_(std::move(options)),
         logger_("model " + record.name),
-        comm_(host::make_local_communicator()),
+        comm_(comm::make_local_communicator()),
         instance_(record, sdk::PluginContext{options_, logger_, metrics_, *comm_, device}) {}
   sdk::ModelAbi* operator->() override { return &instance_.current(); }
 
  private:
   sdk::Options options_;
-  host::PluginLogger logger_;
-  host::StepMetrics metrics_;
-  std::unique_ptr<host::HostCommunicator> comm_;
-  host::ModelInstance instance_;
+  services::PluginLogger logger_;
+  services::StepMetrics metrics_;
+  std::unique_ptr<comm::HostCommunicator> comm_;
+  plugins::ModelInstance instance_;
 };
 
 }  // namespace
@@ -124,11 +124,11 @@ void LoadedModel::set_training(bool training) { sdk::check((*this)->set_training
 
 std::shared_ptr<LoadedModel> load_model(const std::string& name, const std::string& options_yaml,
                                         torch::Device device) {
-  const host::PluginRecord& record = registry().find(sdk::PluginKind::Model, name);
-  host::Diagnostics diag("<test options>");
+  const plugins::PluginRecord& record = registry().find(sdk::PluginKind::Model, name);
+  config::Diagnostics diag("<test options>");
   const std::vector<sdk::OptionSpec> specs(record.descriptor->options,
                                            record.descriptor->options + record.descriptor->option_count);
-  sdk::Options options = host::resolve_options(YAML::Load(options_yaml), "model", specs, {"name"}, diag);
+  sdk::Options options = config::resolve_options(YAML::Load(options_yaml), "model", specs, {"name"}, diag);
   diag.throw_if_any();
   return std::make_shared<HostedModel>(record, std::move(options), device);
 }

@@ -34,7 +34,7 @@ std::uint64_t checked(const torch::Tensor& t, const std::string& call, const cha
   if (!t.device().is_cpu())
     throw std::invalid_argument(who + " is on " + t.device().str() + "; the thread-ranks harness moves CPU tensors");
   if (!supported(t.scalar_type()))
-    throw std::invalid_argument(who + " has dtype " + std::string(host::dtype_name(t.scalar_type())) +
+    throw std::invalid_argument(who + " has dtype " + std::string(comm::dtype_name(t.scalar_type())) +
                                 "; the MPI backend supports float32, float64, bfloat16, float16, int32, int64, uint8");
   if (t.numel() > INT_MAX)
     throw std::invalid_argument(who + " has " + std::to_string(t.numel()) +
@@ -43,7 +43,7 @@ std::uint64_t checked(const torch::Tensor& t, const std::string& call, const cha
 }
 
 std::string describe(const std::string& call, const torch::Tensor& t) {
-  return call + " of " + std::to_string(t.numel()) + " " + host::dtype_name(t.scalar_type()) + " (" +
+  return call + " of " + std::to_string(t.numel()) + " " + comm::dtype_name(t.scalar_type()) + " (" +
          std::to_string(t.numel() * t.element_size()) + " bytes)";
 }
 
@@ -133,7 +133,7 @@ ThreadCommunicator::ThreadCommunicator(RankHub& hub, ThreadRanksShape shape, int
 }
 
 void ThreadCommunicator::add_blocked(double seconds) {
-  host::CommStats delta;
+  comm::CommStats delta;
   delta.seconds = delta.blocked_seconds = seconds;
   add_stats(delta);
 }
@@ -143,10 +143,10 @@ template <class Body>
 sdk::Status ThreadCommunicator::counted(Body&& body) noexcept {
   if (sdk::Status gone = parent_status(); !gone.ok) return gone;
   const auto t0 = Clock::now();
-  host::Traffic traffic;
+  comm::Traffic traffic;
   const sdk::Status status = sdk::guard([&] { traffic = body(); });
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  host::CommStats delta;
+  comm::CommStats delta;
   if (status.ok) {
     delta.bytes_sent = traffic.sent;
     delta.bytes_received = traffic.received;
@@ -204,7 +204,7 @@ sdk::Status ThreadCommunicator::allreduce_by(sdk::Algorithm algorithm, torch::Te
     const std::string call = named(algorithm, "allreduce", false);
     const std::uint64_t bytes = checked(tensor, call, "the");
     blocking(reduction(CollectiveKind::Allreduce, algorithm, tensor, tensor, op, call));
-    return host::allreduce_traffic(bytes, size_);
+    return comm::allreduce_traffic(bytes, size_);
   });
 }
 
@@ -219,7 +219,7 @@ sdk::Status ThreadCommunicator::broadcast(torch::Tensor& tensor, int root) noexc
     c.what = describe("broadcast", tensor);
     blocking(std::move(c));
     const int last = (root + size_ - 1) % size_;
-    return host::Traffic{rank_ == last ? 0 : bytes, rank_ == root ? 0 : bytes, bytes};
+    return comm::Traffic{rank_ == last ? 0 : bytes, rank_ == root ? 0 : bytes, bytes};
   });
 }
 
@@ -234,7 +234,7 @@ sdk::Status ThreadCommunicator::allgather_by(sdk::Algorithm algorithm, const tor
     checked(input, call, "input");
     const std::uint64_t bytes = checked(output, call, "output");
     blocking(gather(algorithm, input, output, call));
-    return host::scatter_gather_traffic(bytes, size_);
+    return comm::scatter_gather_traffic(bytes, size_);
   });
 }
 
@@ -250,7 +250,7 @@ sdk::Status ThreadCommunicator::reduce_scatter_by(sdk::Algorithm algorithm, cons
     const std::uint64_t bytes = checked(input, call, "input");
     checked(output, call, "output");
     blocking(reduction(CollectiveKind::ReduceScatter, algorithm, input, output, op, call));
-    return host::scatter_gather_traffic(bytes, size_);
+    return comm::scatter_gather_traffic(bytes, size_);
   });
 }
 
@@ -260,7 +260,7 @@ sdk::Status ThreadCommunicator::barrier() noexcept {
     c.kind = CollectiveKind::Barrier;
     c.what = "barrier";
     blocking(std::move(c));
-    return host::Traffic{};
+    return comm::Traffic{};
   });
 }
 
@@ -275,7 +275,7 @@ sdk::Status ThreadCommunicator::allreduce_async_by(sdk::Algorithm algorithm, tor
     const std::string call = named(algorithm, "allreduce", true);
     const std::uint64_t bytes = checked(tensor, call, "the");
     issue(reduction(CollectiveKind::Allreduce, algorithm, tensor, tensor, op, call), request);
-    return host::allreduce_traffic(bytes, size_);
+    return comm::allreduce_traffic(bytes, size_);
   });
 }
 
@@ -293,7 +293,7 @@ sdk::Status ThreadCommunicator::reduce_scatter_async_by(sdk::Algorithm algorithm
     const std::uint64_t bytes = checked(input, call, "input");
     checked(output, call, "output");
     issue(reduction(CollectiveKind::ReduceScatter, algorithm, input, output, op, call), request);
-    return host::scatter_gather_traffic(bytes, size_);
+    return comm::scatter_gather_traffic(bytes, size_);
   });
 }
 
@@ -310,7 +310,7 @@ sdk::Status ThreadCommunicator::allgather_async_by(sdk::Algorithm algorithm, con
     checked(input, call, "input");
     const std::uint64_t bytes = checked(output, call, "output");
     issue(gather(algorithm, input, output, call), request);
-    return host::scatter_gather_traffic(bytes, size_);
+    return comm::scatter_gather_traffic(bytes, size_);
   });
 }
 
@@ -332,7 +332,7 @@ sdk::Status ThreadCommunicator::send(const torch::Tensor& tensor, int dst, int t
   return counted([&] {
     const std::uint64_t bytes = checked(tensor, "send", "the");
     hub_.post(shape_.context, rank_, world_rank_, shape_.members[static_cast<std::size_t>(dst)], tag, tensor.clone());
-    return host::Traffic{bytes, 0, bytes};
+    return comm::Traffic{bytes, 0, bytes};
   });
 }
 
@@ -347,8 +347,8 @@ Message ThreadCommunicator::received(const std::string& call, int source, int ta
     throw std::runtime_error(call + ": " + sender + " sent " + std::to_string(m.payload.numel()) + " elements, " +
                              std::to_string(tensor.numel()) + " expected (tag " + std::to_string(tag) + ")");
   if (m.payload.scalar_type() != tensor.scalar_type())
-    throw std::runtime_error(call + ": " + sender + " sent " + host::dtype_name(m.payload.scalar_type()) + ", " +
-                             host::dtype_name(tensor.scalar_type()) + " expected (tag " + std::to_string(tag) + ")");
+    throw std::runtime_error(call + ": " + sender + " sent " + comm::dtype_name(m.payload.scalar_type()) + ", " +
+                             comm::dtype_name(tensor.scalar_type()) + " expected (tag " + std::to_string(tag) + ")");
   return m;
 }
 
@@ -357,7 +357,7 @@ sdk::Status ThreadCommunicator::recv(torch::Tensor& tensor, int src, int tag) no
     const std::uint64_t bytes = checked(tensor, "recv", "the");
     const Message m = received("recv", src, tag, tensor);
     tensor.copy_(m.payload.view(tensor.sizes()));
-    return host::Traffic{0, bytes, bytes};
+    return comm::Traffic{0, bytes, bytes};
   });
 }
 
@@ -367,7 +367,7 @@ sdk::Status ThreadCommunicator::recv_any(torch::Tensor& tensor, int tag, int* so
     const Message m = received("recv_any", sdk::kAnySource, tag, tensor);
     tensor.copy_(m.payload.view(tensor.sizes()));
     *source = m.source;
-    return host::Traffic{0, bytes, bytes};
+    return comm::Traffic{0, bytes, bytes};
   });
 }
 

@@ -15,7 +15,7 @@
 //   - bytes and calls counted by comm/byte_counting.hpp's convention (take_stats); times are real but
 //     mean little here (a collective takes as long as its slowest rank takes to join it);
 //   - features() as configured (all of them by default), and a call to a missing feature fails;
-//   - split and group (ABI 1.8) make groups as the host's backends do (host::HostGroup over a
+//   - split and group (ABI 1.8) make groups as the host's backends do (comm::HostGroup over a
 //     ThreadCommunicator on a context of the same hub, rank_hub.hpp), with every call above; GroupKind::Node
 //     is the ranks of RanksOptions::ranks_per_node's node, AcrossNodes the ranks of every node with this
 //     local rank. A group's bytes count in the group and in its parent (HostCommunicator's ledger), and a
@@ -50,7 +50,9 @@ struct RanksOptions {
   // is reported to on_hang (by rank, call and sequence number); 0 leaves it off, and the hub's own
   // deadlock detection and `timeout` above end a stuck run.
   double watchdog_seconds = 0;
-  host::HangHandler on_hang = host::end_process_on_hang;
+  comm::HangHandler on_hang = comm::end_process_on_hang;
+  // How long an overdue rank waits for the other ranks' flight-recorder dumps (the stack's option).
+  double dump_grace_seconds = comm::WatchdogCommunicator::kDefaultDumpGraceSeconds;
 };
 
 // Which ranks a communicator has: its hub context and its members' world ranks, in its rank order.
@@ -60,7 +62,7 @@ struct ThreadRanksShape {
   std::vector<int> members;
 };
 
-class ThreadCommunicator final : public host::HostCommunicator, private host::AlgorithmCalls {
+class ThreadCommunicator final : public comm::HostCommunicator, private comm::AlgorithmCalls {
  public:
   // World rank `rank` of every rank of `hub`.
   ThreadCommunicator(RankHub& hub, int rank, const RanksOptions& options);
@@ -131,7 +133,7 @@ class ThreadCommunicator final : public host::HostCommunicator, private host::Al
   const int world_rank_, rank_, size_, per_node_;
   int local_rank_ = 0, local_size_ = 0;
   const sdk::CommFeatures features_;
-  host::AlgorithmView ring_view_, hierarchical_view_;
+  comm::AlgorithmView ring_view_, hierarchical_view_;
   std::uint64_t splits_ = 0;  // split and group calls so far
 };
 

@@ -12,14 +12,14 @@
 namespace gradsweep::test {
 
 sdk::Status ThreadCommunicator::split(int color, int key, std::unique_ptr<sdk::Group>* group) noexcept {
-  return sdk::guard([&] { *group = make_group(color, key, host::split_name(color), "split"); });
+  return sdk::guard([&] { *group = make_group(color, key, comm::split_name(color), "split"); });
 }
 
 // Node: the ranks of this rank's node, in this communicator's order. AcrossNodes: the ranks with this
 // local rank, one per node, in node order.
 sdk::Status ThreadCommunicator::group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept {
   return sdk::guard([&] {
-    const std::string name = host::group_kind_name(kind);  // throws for an unknown kind
+    const std::string name = comm::group_kind_name(kind);  // throws for an unknown kind
     const bool node = kind == sdk::GroupKind::Node;
     *group = make_group(node ? node_of(world_rank_) : local_rank_, node ? rank_ : node_of(world_rank_), name,
                         "group(" + name + ")");
@@ -39,7 +39,7 @@ std::unique_ptr<sdk::Group> ThreadCommunicator::make_group(int color, int key, c
   blocking(std::move(exchange));
   auto rows = table.accessor<std::int64_t, 2>();
   for (int r = 0; r < size_; ++r)
-    if (rows[r][0] < 0) throw std::invalid_argument(host::negative_color_error(static_cast<int>(rows[r][0]), r));
+    if (rows[r][0] < 0) throw std::invalid_argument(comm::negative_color_error(static_cast<int>(rows[r][0]), r));
   std::vector<int> chosen;
   for (int r = 0; r < size_; ++r)
     if (rows[r][0] == color) chosen.push_back(r);
@@ -49,7 +49,7 @@ std::unique_ptr<sdk::Group> ThreadCommunicator::make_group(int color, int key, c
   shape.name = name;
   for (int r : chosen) shape.members.push_back(shape_.members[static_cast<std::size_t>(r)]);
   shape.context = hub_.context(shape_.context, splits_++, color, shape.members, name);
-  return std::make_unique<host::HostGroup>(
+  return std::make_unique<comm::HostGroup>(
       std::make_unique<ThreadCommunicator>(hub_, std::move(shape), world_rank_, options_, *this));
 }
 

@@ -30,12 +30,13 @@ std::string error_of(Body&& body) {
 RanksOutcome try_ranks(int ranks, const RankBody& body, const RanksOptions& options) {
   if (ranks < 1) throw std::invalid_argument("run_ranks: " + std::to_string(ranks) + " ranks; at least 1");
   RankHub hub(ranks, options.timeout);
-  std::vector<std::unique_ptr<host::HostCommunicator>> comms;
-  host::StackOptions stack;
+  std::vector<std::unique_ptr<comm::HostCommunicator>> comms;
+  comm::StackOptions stack;
   stack.timeout_seconds = options.watchdog_seconds;
   stack.on_hang = options.on_hang;
+  stack.dump_grace_seconds = options.dump_grace_seconds;
   for (int r = 0; r < ranks; ++r)
-    comms.push_back(host::wrap_communicator(std::make_unique<ThreadCommunicator>(hub, r, options), stack));
+    comms.push_back(comm::wrap_communicator(std::make_unique<ThreadCommunicator>(hub, r, options), stack));
   RanksOutcome outcome;
   outcome.errors.resize(static_cast<std::size_t>(ranks));
   std::vector<std::thread> threads;

@@ -22,12 +22,14 @@
 // naming the rank that threw, and run_ranks throws RankFailure with that rank and its message. A run in
 // which the ranks cannot go on (a deadlock, a rank that returned without joining a collective, collectives
 // left half-joined, a wait past the safety timeout) throws RankFailure with rank -1 and what each rank
-// was waiting for. The body may take `sdk::Communicator&` or `host::HostCommunicator&` (for take_stats()).
+// was waiting for. The body may take `sdk::Communicator&` or `comm::HostCommunicator&` (for take_stats()).
 // One thread per rank calls its communicator (the body's); the deadlock check relies on it.
 //
 // What the body gets is the ThreadCommunicator inside the same layers every backend gets
 // (comm/communicator_stack.hpp: argument checks, the hang watchdog when RanksOptions::watchdog_seconds is
-// set), so the layers are tested here, and the harness keeps no copy of their rules.
+// set, the flight recorder: comm.flight_recorder() holds the rank's calls, and with a cell directory
+// (comm::forensics::set_directory) a hang is judged from the ranks' dumps), so the layers are tested here,
+// and the harness keeps no copy of their rules.
 #include "support/thread_communicator.hpp"
 
 #include <functional>
@@ -48,7 +50,7 @@ class RankFailure : public std::runtime_error {
   int rank_;
 };
 
-using RankBody = std::function<void(host::HostCommunicator&)>;
+using RankBody = std::function<void(comm::HostCommunicator&)>;
 
 // Every rank's outcome, for tests of failure paths.
 struct RanksOutcome {

@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 
-namespace gradsweep::host::ring {
+namespace gradsweep::comm::ring {
 namespace {
 
 int wrap(int c, int n) { return ((c % n) + n) % n; }
@@ -51,4 +51,4 @@ void allgather(Transport& transport, const torch::Tensor& input, torch::Tensor& 
   allgather_in_place(transport, output, Chunks{m * n, n}, tuning);
 }
 
-}  // namespace gradsweep::host::ring
+}  // namespace gradsweep::comm::ring

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-namespace gradsweep::host::hierarchical {
+namespace gradsweep::comm::hierarchical {
 
 void allreduce(ring::Transport& node, ring::Transport& cross, torch::Tensor& tensor, sdk::ReduceOp op,
                const ring::Tuning& tuning, Phases* phases) {
@@ -32,4 +32,4 @@ void allreduce(ring::Transport& node, ring::Transport& cross, torch::Tensor& ten
   if (phases != nullptr) *phases = {seconds(t0, t1) + seconds(t2, t3), seconds(t1, t2)};
 }
 
-}  // namespace gradsweep::host::hierarchical
+}  // namespace gradsweep::comm::hierarchical

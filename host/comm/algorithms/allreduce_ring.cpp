@@ -3,7 +3,7 @@
 // least any allreduce can, whatever n; the price is 2(n-1) latencies, which segments amortise.
 #include "comm/algorithms/ring.hpp"
 
-namespace gradsweep::host::ring {
+namespace gradsweep::comm::ring {
 
 void allreduce(Transport& transport, torch::Tensor& tensor, sdk::ReduceOp op, const Tuning& tuning) {
   const Chunks chunks{tensor.numel(), transport.size()};
@@ -15,4 +15,4 @@ void allreduce(Transport& transport, torch::Tensor& tensor, sdk::ReduceOp op, co
   allgather_in_place(transport, flat, chunks, tuning);
 }
 
-}  // namespace gradsweep::host::ring
+}  // namespace gradsweep::comm::ring

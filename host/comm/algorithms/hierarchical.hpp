@@ -10,7 +10,7 @@
 // the ranks of the cross-node ring); the MPI backend falls back to the flat ring otherwise.
 #include "comm/algorithms/ring.hpp"
 
-namespace gradsweep::host::hierarchical {
+namespace gradsweep::comm::hierarchical {
 
 // Seconds spent in each phase of the last call, for `gradsweep bench comm`'s intra/inter bandwidths.
 struct Phases {
@@ -21,4 +21,4 @@ struct Phases {
 void allreduce(ring::Transport& node, ring::Transport& cross, torch::Tensor& tensor, sdk::ReduceOp op,
                const ring::Tuning& tuning, Phases* phases = nullptr);
 
-}  // namespace gradsweep::host::hierarchical
+}  // namespace gradsweep::comm::hierarchical

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace gradsweep::host::ring {
+namespace gradsweep::comm::ring {
 namespace {
 
 int wrap(int c, int n) { return ((c % n) + n) % n; }
@@ -123,4 +123,4 @@ void reduce_scatter(Transport& transport, const torch::Tensor& input, torch::Ten
   if (scratch_output) output.copy_(layout.output);
 }
 
-}  // namespace gradsweep::host::ring
+}  // namespace gradsweep::comm::ring

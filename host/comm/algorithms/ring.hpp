@@ -19,7 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace gradsweep::host::ring {
+namespace gradsweep::comm::ring {
 
 // The point-to-point a ring runs over. A rank only ever talks to its neighbours: it sends to the right
 // (rank + 1 mod n) and receives from the left (rank - 1 mod n). An exchange is one send and one receive
@@ -82,4 +82,4 @@ void allgather(Transport& transport, const torch::Tensor& input, torch::Tensor& 
 // Reduce-scatter then all-gather, in place, for any number of elements (chunks differ by at most one).
 void allreduce(Transport& transport, torch::Tensor& tensor, sdk::ReduceOp op, const Tuning& tuning);
 
-}  // namespace gradsweep::host::ring
+}  // namespace gradsweep::comm::ring

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace gradsweep::host::ring {
+namespace gradsweep::comm::ring {
 
 void run_pipeline(Transport& transport, int steps, std::int64_t segments, int lookahead,
                   const std::function<Exchange(const Unit&)>& exchange,
@@ -43,4 +43,4 @@ Span segment_span(std::int64_t chunk_size, std::int64_t segment_elements, std::i
   return {offset, std::min(segment_elements, chunk_size - offset)};
 }
 
-}  // namespace gradsweep::host::ring
+}  // namespace gradsweep::comm::ring

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <functional>
 
-namespace gradsweep::host::ring {
+namespace gradsweep::comm::ring {
 
 struct Unit {
   std::int64_t index;  // position in the stream: step * segments + segment
@@ -42,4 +42,4 @@ struct Span {
 };
 Span segment_span(std::int64_t chunk_size, std::int64_t segment_elements, std::int64_t j);
 
-}  // namespace gradsweep::host::ring
+}  // namespace gradsweep::comm::ring

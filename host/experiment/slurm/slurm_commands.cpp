@@ -1,6 +1,6 @@
 #include "experiment/slurm/slurm_commands.hpp"
 
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -134,7 +134,7 @@ ProgramOutput run_program(const std::vector<std::string>& argv) {
 }
 
 void require_slurm_tool(const std::string& tool) {
-  for (const std::string& dir : split(host::env::text("PATH"), ':')) {
+  for (const std::string& dir : split(env::text("PATH"), ':')) {
     const fs::path candidate = fs::path(dir.empty() ? "." : dir) / tool;
     if (::access(candidate.c_str(), X_OK) == 0) return;
   }

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-namespace gradsweep::host {
+namespace gradsweep::weights {
 
 struct ExportRequest {
   std::filesystem::path cell_dir;  // gradsweep train --out, or a sweep's cells/<id>
@@ -29,4 +29,4 @@ struct ExportResult {
 // older than SDK 1.5, a parameter the checkpoint lacks or holds in another shape, a format the model has not).
 ExportResult export_cell(const ExportRequest& request);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::weights

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::weights {
 
 // Writes `tensors` (any device; float32, bfloat16, float16, float64, int64, int32, int16, int8, uint8 or
 // bool) to `file`. Throws naming the file or the tensor on failure. Returns the bytes written.
@@ -35,4 +35,4 @@ class SafetensorsFile {
   std::vector<sdk::NamedTensor> tensors_;
 };
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::weights

@@ -1,4 +1,4 @@
-#include "export/safetensors_file.hpp"
+#include "weights/safetensors_file.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <utility>
 
-namespace gradsweep::host {
+namespace gradsweep::weights {
 namespace {
 
 // The format's dtype names, both directions.
@@ -148,4 +148,4 @@ SafetensorsFile::~SafetensorsFile() {
   if (mapping_ != nullptr) ::munmap(mapping_, size_);
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::weights

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace gradsweep::host::env {
+namespace gradsweep::env {
 
 struct Variable {
   const char* name;
@@ -41,4 +41,4 @@ std::optional<bool> flag(std::string_view name);  // 1, true, 0, false
 // A ':'-separated list, empty items skipped; empty when unset.
 std::vector<std::string> path_list(std::string_view name);
 
-}  // namespace gradsweep::host::env
+}  // namespace gradsweep::env

@@ -4,7 +4,7 @@
 // model plugin (SDK 1.6, ModelAbi::import_weights), which knows its own layout; the plugin checks names and
 // shapes before it changes anything. Planning runs the same import on a CPU copy of the model, so that a
 // directory that does not fit the preset stops the sweep before anything trains.
-#include "export/safetensors_file.hpp"
+#include "weights/safetensors_file.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "plugins/plugin_registry.hpp"
 
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::weights {
 
 // The safetensors files of a Hugging Face model directory: model.safetensors, or the shards named by
 // model.safetensors.index.json. Throws naming the directory when it has neither.
@@ -35,9 +35,10 @@ class HfWeights {
 
 // Sets `model`'s parameters from `dir`. Throws std::runtime_error naming the directory and what does not
 // fit (a plugin older than SDK 1.6, a tensor missing, unexpected or of another shape).
-void import_hf_weights(ModelInstance& model, const std::filesystem::path& dir);
+void import_hf_weights(plugins::ModelInstance& model, const std::filesystem::path& dir);
 
 // The plan-time check: the model built on the CPU with `options` takes `dir`'s weights, or this throws.
-void check_hf_weights(const PluginRecord& record, const sdk::Options& options, const std::filesystem::path& dir);
+void check_hf_weights(const plugins::PluginRecord& record, const sdk::Options& options,
+                      const std::filesystem::path& dir);
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::weights

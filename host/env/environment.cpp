@@ -1,10 +1,10 @@
-#include "config/environment.hpp"
+#include "env/environment.hpp"
 
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
-namespace gradsweep::host::env {
+namespace gradsweep::env {
 namespace {
 
 const std::vector<Variable> kRegistry{
@@ -71,8 +71,7 @@ const std::vector<Variable>& registry() { return kRegistry; }
 const Variable& variable(std::string_view name) {
   for (const Variable& v : kRegistry)
     if (name == v.name) return v;
-  throw std::logic_error("environment variable " + std::string(name) +
-                         " is not in the registry (config/environment.cpp)");
+  throw std::logic_error("environment variable " + std::string(name) + " is not in the registry (env/environment.cpp)");
 }
 
 std::optional<std::string> raw(std::string_view name) {
@@ -122,4 +121,4 @@ std::vector<std::string> path_list(std::string_view name) {
   return items;
 }
 
-}  // namespace gradsweep::host::env
+}  // namespace gradsweep::env

@@ -1,10 +1,10 @@
-#include "export/model_export.hpp"
+#include "weights/model_export.hpp"
 
 #include "comm/host_communicator.hpp"
 #include "config/cell_config.hpp"
 #include "config/config_error.hpp"
 #include "config/option_schema.hpp"
-#include "export/safetensors_file.hpp"
+#include "weights/safetensors_file.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "services/logging.hpp"
@@ -20,7 +20,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace gradsweep::host {
+namespace gradsweep::weights {
 namespace {
 namespace fs = std::filesystem;
 
@@ -59,7 +59,7 @@ YAML::Node model_section(const fs::path& cell_dir, std::vector<fs::path>& plugin
 }
 
 // Copies every parameter from the checkpoint's model archive into the model.
-void restore_parameters(ModelInstance& model, const fs::path& checkpoint) {
+void restore_parameters(plugins::ModelInstance& model, const fs::path& checkpoint) {
   torch::serialize::InputArchive archive;
   archive.load_from((checkpoint / "model.pt").string());
   std::vector<sdk::Parameter> params;
@@ -82,21 +82,21 @@ ExportResult export_cell(const ExportRequest& request) {
   std::vector<fs::path> plugin_paths;
   const YAML::Node section = model_section(request.cell_dir, plugin_paths);
   const fs::path checkpoint = checkpoint_of(request.cell_dir, request.step);
-  PluginRegistry registry;
-  registry.scan(PluginRegistry::search_path(plugin_paths));
-  const PluginRecord& record = registry.find(sdk::PluginKind::Model, section["name"].as<std::string>());
-  if (!plugin_has<&sdk::ModelAbi::export_weights>(record))
-    throw std::runtime_error(lacks_method<&sdk::ModelAbi::export_weights>(record) + ": it cannot be exported");
-  Diagnostics diag((request.cell_dir / "config.resolved.yaml").string());
+  plugins::PluginRegistry registry;
+  registry.scan(plugins::PluginRegistry::search_path(plugin_paths));
+  const plugins::PluginRecord& record = registry.find(sdk::PluginKind::Model, section["name"].as<std::string>());
+  if (!plugins::plugin_has<&sdk::ModelAbi::export_weights>(record))
+    throw std::runtime_error(plugins::lacks_method<&sdk::ModelAbi::export_weights>(record) + ": it cannot be exported");
+  config::Diagnostics diag((request.cell_dir / "config.resolved.yaml").string());
   const std::vector<sdk::OptionSpec> specs(record.descriptor->options,
                                            record.descriptor->options + record.descriptor->option_count);
-  const sdk::Options options = resolve_options(section, "model", specs, host_keys_of("model"), diag);
+  const sdk::Options options = config::resolve_options(section, "model", specs, config::host_keys_of("model"), diag);
   diag.throw_if_any();
 
-  PluginLogger logger("model " + record.name);
-  StepMetrics metrics;
-  const std::unique_ptr<HostCommunicator> comm = make_local_communicator();
-  ModelInstance model(record, sdk::PluginContext{options, logger, metrics, *comm, torch::kCPU});
+  services::PluginLogger logger("model " + record.name);
+  services::StepMetrics metrics;
+  const std::unique_ptr<comm::HostCommunicator> comm = comm::make_local_communicator();
+  plugins::ModelInstance model(record, sdk::PluginContext{options, logger, metrics, *comm, torch::kCPU});
   restore_parameters(model, checkpoint);
   sdk::ExportedWeights weights;
   model.call<&sdk::ModelAbi::export_weights>(request.format, &weights);
@@ -117,4 +117,4 @@ ExportResult export_cell(const ExportRequest& request) {
   return result;
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::weights

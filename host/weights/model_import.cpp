@@ -1,4 +1,4 @@
-#include "export/model_import.hpp"
+#include "weights/model_import.hpp"
 
 #include "comm/host_communicator.hpp"
 #include "services/logging.hpp"
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace gradsweep::host {
+namespace gradsweep::weights {
 namespace fs = std::filesystem;
 
 std::vector<fs::path> hf_weight_files(const fs::path& dir) {
@@ -50,23 +50,23 @@ HfWeights::HfWeights(const fs::path& dir) {
   }
 }
 
-void import_hf_weights(ModelInstance& model, const fs::path& dir) {
-  const PluginRecord& record = model.record();
+void import_hf_weights(plugins::ModelInstance& model, const fs::path& dir) {
+  const plugins::PluginRecord& record = model.record();
   if (!model.has<&sdk::ModelAbi::import_weights>())
-    throw std::runtime_error(lacks_method<&sdk::ModelAbi::import_weights>(record) + ": it cannot start from " +
+    throw std::runtime_error(plugins::lacks_method<&sdk::ModelAbi::import_weights>(record) + ": it cannot start from " +
                              dir.string());
   const HfWeights weights(dir);
   const sdk::Status status = model.status_of<&sdk::ModelAbi::import_weights>(std::string("hf"), weights.weights());
   if (!status.ok) throw std::runtime_error(dir.string() + ": " + status.message);
 }
 
-void check_hf_weights(const PluginRecord& record, const sdk::Options& options, const fs::path& dir) {
+void check_hf_weights(const plugins::PluginRecord& record, const sdk::Options& options, const fs::path& dir) {
   const torch::NoGradGuard no_grad;
-  const auto comm = make_local_communicator();
-  PluginLogger logger("model " + record.name);
-  StepMetrics metrics;
-  ModelInstance model(record, {options, logger, metrics, *comm, torch::Device(torch::kCPU)});
+  const auto comm = comm::make_local_communicator();
+  services::PluginLogger logger("model " + record.name);
+  services::StepMetrics metrics;
+  plugins::ModelInstance model(record, {options, logger, metrics, *comm, torch::Device(torch::kCPU)});
   import_hf_weights(model, dir);
 }
 
-}  // namespace gradsweep::host
+}  // namespace gradsweep::weights
