@@ -1,4 +1,5 @@
 #include "analysis/comparison.hpp"
+#include "analysis/json_number.hpp"
 
 #include "runs/cell_status.hpp"
 
@@ -10,10 +11,6 @@
 
 namespace gradsweep::analysis {
 namespace {
-
-double number(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
-}
 
 bool is_model_or_data(const std::string& axis) {
   for (const char* prefix : {"model", "data"}) {
@@ -132,7 +129,7 @@ int find_baseline(const Comparison& c, const std::string& spec, const std::strin
 // The values of `key` over a group's rounds (NaN where the cell did not finish).
 std::vector<double> by_round(const Comparison& c, const CellGroup& g, const char* key) {
   std::vector<double> v;
-  for (const int i : g.cells) v.push_back(c.cells[i].ok ? number(c.cells[i].summary, key) : NAN);
+  for (const int i : g.cells) v.push_back(c.cells[i].ok ? json_number(c.cells[i].summary, key) : NAN);
   return v;
 }
 
@@ -147,7 +144,8 @@ void time_to_target_all(const runs::SweepPlan& plan, Comparison& c) {
   for (std::size_t i = 0; i < plan.cells.size(); ++i) {
     CellOutcome& out = c.cells[i];
     if (!out.ok) continue;
-    const auto points = read_eval_points(plan.cells[i].dir / "metrics.jsonl", number(out.summary, "tokens_per_step"));
+    const auto points =
+        read_eval_points(plan.cells[i].dir / "metrics.jsonl", json_number(out.summary, "tokens_per_step"));
     out.to_target = time_to_target(points, c.target_loss);
   }
   for (auto& g : c.groups) {

@@ -1,4 +1,5 @@
 #include "analysis/report.hpp"
+#include "analysis/json_number.hpp"
 
 #include "runs/cell_status.hpp"
 #include "analysis/comparison_table.hpp"
@@ -23,10 +24,6 @@
 namespace gradsweep::analysis {
 namespace fs = std::filesystem;
 namespace {
-
-double number(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
-}
 
 bool is_x_axis(const std::string& axis) { return axis == "nodes" || axis == "ranks_per_node" || axis == "seed"; }
 
@@ -198,7 +195,7 @@ std::vector<Chart> build_charts(const runs::SweepPlan& plan, const Comparison& c
   const bool by_nodes = node_counts.size() > 1;
   const std::string x = by_nodes ? "nodes" : "ranks (one node)";
   const auto metric = [&](const char* key) {
-    return [&c, key](std::size_t i) { return number(c.cells[i].summary, key); };
+    return [&c, key](std::size_t i) { return json_number(c.cells[i].summary, key); };
   };
 
   // One-rank baselines: per line (the same configuration on one rank: a strategy's own scaling), and per
@@ -208,9 +205,9 @@ std::vector<Chart> build_charts(const runs::SweepPlan& plan, const Comparison& c
   const auto names = line_names(plan, c);
   for (std::size_t i = 0; i < plan.cells.size(); ++i)
     if (c.cells[i].ok && plan.cells[i].world_size() == 1 &&
-        std::isfinite(number(c.cells[i].summary, "tokens_per_sec"))) {
+        std::isfinite(json_number(c.cells[i].summary, "tokens_per_sec"))) {
       for (auto* b : {&base[model_of(i)], &line_base[names[i]]}) {
-        b->first += number(c.cells[i].summary, "tokens_per_sec");
+        b->first += json_number(c.cells[i].summary, "tokens_per_sec");
         b->second += 1;
       }
     }
@@ -227,7 +224,7 @@ std::vector<Chart> build_charts(const runs::SweepPlan& plan, const Comparison& c
                                  it = base.find(model_of(i));
                                  if (it == base.end()) return NAN;
                                }
-                               return number(c.cells[i].summary, "tokens_per_sec") /
+                               return json_number(c.cells[i].summary, "tokens_per_sec") /
                                       (plan.cells[i].world_size() * it->second.first / it->second.second);
                              }),
                     true, true, true});
@@ -242,7 +239,7 @@ std::vector<Chart> build_charts(const runs::SweepPlan& plan, const Comparison& c
                     per_line(plan, c, by_nodes,
                              [&c](std::size_t i) {
                                const nlohmann::json& s = c.cells[i].summary;
-                               return s.contains("comm") ? number(s["comm"], "overlap") : NAN;
+                               return s.contains("comm") ? json_number(s["comm"], "overlap") : NAN;
                              }),
                     true, true, true});
   return charts;

@@ -1,4 +1,5 @@
 #include "analysis/sweep_measurements.hpp"
+#include "analysis/json_number.hpp"
 
 #include "runs/cell_status.hpp"
 #include "analysis/series_labels.hpp"
@@ -17,10 +18,6 @@ nlohmann::json read_json(const fs::path& file) {
   std::ifstream in(file);
   if (!in) return nlohmann::json();
   return nlohmann::json::parse(in, nullptr, false);
-}
-
-double number(const nlohmann::json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
 }
 
 bool is_x_axis(const std::string& axis) { return axis == "nodes" || axis == "ranks_per_node" || axis == "seed"; }
@@ -74,19 +71,21 @@ MeasuredCell measure(const runs::PlannedCell& cell, std::size_t index) {
   if (status.state != runs::CellState::Ok || status.config_hash != cell.config_hash) return m;
   const nlohmann::json s = read_json(cell.dir / "summary.json");
   if (!s.is_object() || !s.contains("step_breakdown") || !s["step_breakdown"].is_object()) return m;
-  m.cpus = static_cast<int>(number(read_json(cell.dir / "provenance.json"), "cpus"));
+  m.cpus = static_cast<int>(json_number(read_json(cell.dir / "provenance.json"), "cpus", 0.0));
   m.placement = s.contains("cluster")        ? Placement::Emulated
                 : status.launcher == "slurm" ? Placement::Cluster
                                              : Placement::OneMachine;
   m.model = s.value("model", "");
   m.precision = s.value("peak_flops_precision", "");
-  m.tokens_per_step = number(s, "tokens_per_step");
-  m.tokens_per_s = number(s, "tokens_per_sec");
+  m.tokens_per_step = json_number(s, "tokens_per_step", 0.0);
+  m.tokens_per_s = json_number(s, "tokens_per_sec", 0.0);
   m.restricts_vocabulary = s.value("restricts_vocabulary", false);
   const nlohmann::json& b = s["step_breakdown"];
-  m.compute_s = number(b, "compute_s"), m.backward_s = number(b, "backward_s"), m.update_s = number(b, "update_s");
-  m.fixed_s = number(b, "data_s") + number(b, "other_s") + number(b, "unaccounted_s");
-  if (s.contains("comm")) m.calls = number(s["comm"], "calls"), m.overlap = number(s["comm"], "overlap");
+  m.compute_s = json_number(b, "compute_s", 0.0), m.backward_s = json_number(b, "backward_s", 0.0),
+  m.update_s = json_number(b, "update_s", 0.0);
+  m.fixed_s = json_number(b, "data_s", 0.0) + json_number(b, "other_s", 0.0) + json_number(b, "unaccounted_s", 0.0);
+  if (s.contains("comm"))
+    m.calls = json_number(s["comm"], "calls", 0.0), m.overlap = json_number(s["comm"], "overlap", 0.0);
   for (const char* key : {"bytes_sent_per_step_by_rank", "bytes_received_per_step_by_rank"})
     if (s.contains(key) && s[key].is_array())
       for (const auto& v : s[key])

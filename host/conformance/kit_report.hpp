@@ -20,6 +20,14 @@ struct Finding {
   std::string reason{};  // why it failed or was skipped
 };
 
+// A finding of a property not run per rank count (the model check's): passed with its figure, or failed.
+inline Finding model_pass(const char* property, std::string figure) {
+  return {property, 0, Verdict::Pass, std::move(figure)};
+}
+inline Finding model_fail(const char* property, std::string figure, std::string reason) {
+  return {property, 0, Verdict::Fail, std::move(figure), std::move(reason)};
+}
+
 struct KitReport {
   std::string strategy;
   std::vector<std::string> options;  // the --set strategy.KEY=VALUE it was checked with

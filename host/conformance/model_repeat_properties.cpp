@@ -12,11 +12,6 @@
 namespace gradsweep::conformance {
 namespace {
 
-Finding passed(const char* property, std::string figure) { return {property, 0, Verdict::Pass, std::move(figure)}; }
-Finding failed(const char* property, std::string figure, std::string reason) {
-  return {property, 0, Verdict::Fail, std::move(figure), std::move(reason)};
-}
-
 double max_abs_difference(const torch::Tensor& a, const torch::Tensor& b) {
   if (a.sizes() != b.sizes()) return HUGE_VAL;
   return a.numel() == 0 ? 0.0
@@ -60,20 +55,20 @@ Finding check_model_deterministic(const ModelCheckContext& ctx) {
   const auto a = ctx.bench->build(), b = ctx.bench->build();
   const auto pa = parameters_of(*a), pb = parameters_of(*b);
   if (const std::string d = first_difference("parameter", pa, pb); !d.empty())
-    return failed(property, d,
-                  "two instances built after the same seed differ: draw initial values from LibTorch's default "
-                  "generator, which the trainer seeds with train.seed on every rank, not from a generator of "
-                  "your own or the clock");
+    return model_fail(property, d,
+                      "two instances built after the same seed differ: draw initial values from LibTorch's default "
+                      "generator, which the trainer seeds with train.seed on every rank, not from a generator of "
+                      "your own or the clock");
   if (const std::string d = first_difference("buffer", buffers_of(*a), buffers_of(*b)); !d.empty())
-    return failed(property, d, "two instances built after the same seed hold different buffers");
+    return model_fail(property, d, "two instances built after the same seed hold different buffers");
   // The same instance twice first: a loss that changes between calls is not the other instance's fault.
   if (const std::string d = loss_difference(ctx, *a, *a); !d.empty())
-    return failed(property, d + ", the same instance asked twice",
-                  "the loss of one batch changes from call to call: state kept between forward passes, or "
-                  "randomness from a source the host does not seed");
+    return model_fail(property, d + ", the same instance asked twice",
+                      "the loss of one batch changes from call to call: state kept between forward passes, or "
+                      "randomness from a source the host does not seed");
   if (const std::string d = loss_difference(ctx, *a, *b); !d.empty())
-    return failed(property, d, "two instances with the same parameters give different losses");
-  return passed(property, std::to_string(pa.size()) + " parameters equal, losses equal, bit for bit");
+    return model_fail(property, d, "two instances with the same parameters give different losses");
+  return model_pass(property, std::to_string(pa.size()) + " parameters equal, losses equal, bit for bit");
 }
 
 Finding check_model_dropout_split(const ModelCheckContext& ctx) {
@@ -83,10 +78,10 @@ Finding check_model_dropout_split(const ModelCheckContext& ctx) {
   const torch::Tensor evaluation = loss_of(*model, ctx.batch, false, seed).detach();
   const torch::Tensor training = loss_of(*model, ctx.batch, true, seed).detach();
   if (torch::equal(evaluation, training))
-    return passed(property, "not applicable: training and evaluation losses are equal, so no dropout is on" +
-                                std::string(ctx.dropout_declared ? " (" + ctx.dropout_key + " is 0)"
-                                                                 : " (the model declares no option '" +
-                                                                       ctx.dropout_key + "': --dropout-key)"));
+    return model_pass(property, "not applicable: training and evaluation losses are equal, so no dropout is on" +
+                                    std::string(ctx.dropout_declared ? " (" + ctx.dropout_key + " is 0)"
+                                                                     : " (the model declares no option '" +
+                                                                           ctx.dropout_key + "': --dropout-key)"));
   // Each half's loss is the mean over its own positions, and the halves are the same size: the whole
   // batch's gradient is the mean of the halves'. The trainer relies on exactly this for any split.
   const std::int64_t samples = ctx.batch.inputs.size(0), half = samples / 2;
@@ -110,10 +105,10 @@ Finding check_model_dropout_split(const ModelCheckContext& ctx) {
                              (ctx.dropout_note.empty() ? "" : " (" + ctx.dropout_note + ")");
   // Float32 sums in another order: about 1e-7 relative; a mask drawn again is of the order of the gradient.
   if (relative > 1e-4)
-    return failed(property, figure + ", worst at '" + params[at].name + "'",
-                  "dropout depends on how the batch is split: a mask drawn from the global generator changes "
-                  "with the samples beside it; draw it with sdk::SampleDropout, keyed by Batch::sample_ids");
-  return passed(property, figure);
+    return model_fail(property, figure + ", worst at '" + params[at].name + "'",
+                      "dropout depends on how the batch is split: a mask drawn from the global generator changes "
+                      "with the samples beside it; draw it with sdk::SampleDropout, keyed by Batch::sample_ids");
+  return model_pass(property, figure);
 }
 
 namespace {
@@ -153,16 +148,16 @@ Finding check_model_save_load(const ModelCheckContext& ctx) {
   const auto params = parameters_of(*saved);
   const auto buffers = buffers_of(*saved);
   if (const std::string d = first_difference("parameter", params, parameters_of(*fresh)); !d.empty())
-    return failed(property, d, "a parameter read back differs from the one written");
+    return model_fail(property, d, "a parameter read back differs from the one written");
   if (const std::string d = first_difference("buffer", buffers, buffers_of(*fresh)); !d.empty())
-    return failed(property, d, "a buffer read back differs from the one written");
+    return model_fail(property, d, "a buffer read back differs from the one written");
   if (const std::string d = loss_difference(ctx, *saved, *fresh); !d.empty())
-    return failed(property, d,
-                  "same parameters and buffers, different loss: the model keeps state that a checkpoint does "
-                  "not hold; list it in named_buffers()");
-  return passed(property, std::to_string(params.size()) + " parameters and " + std::to_string(buffers.size()) +
-                              " buffers into an instance built with another seed; losses equal, bit for bit" +
-                              (seed_matters ? "" : " (the seed changed no parameter)"));
+    return model_fail(property, d,
+                      "same parameters and buffers, different loss: the model keeps state that a checkpoint does "
+                      "not hold; list it in named_buffers()");
+  return model_pass(property, std::to_string(params.size()) + " parameters and " + std::to_string(buffers.size()) +
+                                  " buffers into an instance built with another seed; losses equal, bit for bit" +
+                                  (seed_matters ? "" : " (the seed changed no parameter)"));
 }
 
 }  // namespace gradsweep::conformance

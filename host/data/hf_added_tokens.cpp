@@ -1,4 +1,5 @@
 #include "data/hf_added_tokens.hpp"
+#include "data/json_flag.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -9,11 +10,6 @@ namespace gradsweep::data {
 namespace {
 
 using nlohmann::json;
-
-bool flag(const json& entry, const char* key, bool fallback) {
-  const auto it = entry.find(key);
-  return it != entry.end() && it->is_boolean() ? it->get<bool>() : fallback;
-}
 
 // Rust's char::is_whitespace (Unicode White_Space), which tokenizers' lstrip/rstrip use.
 bool is_whitespace(uint32_t cp) {
@@ -67,12 +63,13 @@ HfAddedTokens::HfAddedTokens(const json& added_tokens) {
     }
     // tokenizers ignores an added token without content: it could never match.
     if (content->get<std::string>().empty()) continue;
-    if (flag(entry, "single_word", false)) {
+    if (json_flag(entry, "single_word", false)) {
       throw std::invalid_argument("added token " + content->dump() +
                                   " has \"single_word\": true, which is not supported");
     }
-    Token token{content->get<std::string>(), static_cast<int32_t>(id->get<int64_t>()), flag(entry, "normalized", true),
-                flag(entry, "lstrip", false), flag(entry, "rstrip", false)};
+    Token token{content->get<std::string>(), static_cast<int32_t>(id->get<int64_t>()),
+                json_flag(entry, "normalized", true), json_flag(entry, "lstrip", false),
+                json_flag(entry, "rstrip", false)};
     if (by_content_.count(token.content) > 0 || by_id_.count(token.id) > 0) {
       throw std::invalid_argument("added token " + content->dump() + " (id " + std::to_string(token.id) +
                                   ") repeats another's content or id");

@@ -1,4 +1,5 @@
 #include "data/hf_bpe_model.hpp"
+#include "data/merge_pair.hpp"
 
 #include <climits>
 #include <nlohmann/json.hpp>
@@ -20,10 +21,6 @@ const json& field(const json& obj, const char* key) {
 }
 
 std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
-
-uint64_t pair_key(int32_t left, int32_t right) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-}
 
 // The options of tokenizers' BPE that change ids in ways gradsweep does not reproduce.
 void refuse_unsupported(const json& model) {
@@ -119,7 +116,7 @@ void HfBpeModel::add_merge(const std::string& left, const std::string& right, in
     return *found;
   };
   const int32_t l = look_up(left), r = look_up(right), merged = look_up(left + right);
-  merges_[pair_key(l, r)] = {rank, merged};
+  merges_[merge_pair_key(l, r)] = {rank, merged};
 }
 
 std::optional<int32_t> HfBpeModel::id(const std::string& spelled) const {
@@ -183,7 +180,7 @@ void HfBpeModel::merge_all(std::vector<int32_t>& symbols) const {
   std::vector<Symbol> s(n);
   for (int32_t i = 0; i < n; ++i) s[i] = {symbols[i], i - 1, i + 1 < n ? i + 1 : -1, false};
   const auto consider = [&](int32_t left, int32_t right) {
-    const auto it = merges_.find(pair_key(s[left].id, s[right].id));
+    const auto it = merges_.find(merge_pair_key(s[left].id, s[right].id));
     if (it != merges_.end()) queue.push({it->second.first, left, it->second.second});
   };
   for (int32_t i = 0; i + 1 < n; ++i) consider(i, i + 1);
@@ -193,7 +190,7 @@ void HfBpeModel::merge_all(std::vector<int32_t>& symbols) const {
     Symbol& left = s[top.pos];
     if (left.removed || left.next < 0) continue;
     Symbol& right = s[left.next];
-    const auto it = merges_.find(pair_key(left.id, right.id));
+    const auto it = merges_.find(merge_pair_key(left.id, right.id));
     if (it == merges_.end() || it->second.second != top.merged) continue;
     left.id = top.merged;
     right.removed = true;

@@ -1,4 +1,5 @@
 #include "data/hf_pretokenizer.hpp"
+#include "data/json_flag.hpp"
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -11,11 +12,6 @@ using nlohmann::json;
 std::string type_of(const json& step) {
   const auto it = step.find("type");
   return step.is_object() && it != step.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-bool flag(const json& step, const char* key, bool fallback) {
-  const auto it = step.find(key);
-  return it != step.end() && it->is_boolean() ? it->get<bool>() : fallback;
 }
 
 }  // namespace
@@ -59,7 +55,7 @@ void HfPreTokenizer::add_split(const json& step) {
                                 (behavior == step.end() ? std::string("(none)") : behavior->dump()) +
                                 " is not supported (expected \"Isolated\")");
   }
-  if (flag(step, "invert", false)) {
+  if (json_flag(step, "invert", false)) {
     throw std::invalid_argument("pre_tokenizer Split with \"invert\": true is not supported");
   }
   const auto pattern = step.find("pattern");
@@ -75,8 +71,8 @@ void HfPreTokenizer::add_split(const json& step) {
 
 // tokenizers' defaults where a field is absent: add_prefix_space and use_regex true.
 void HfPreTokenizer::set_byte_level(const json& step) {
-  add_prefix_space_ = flag(step, "add_prefix_space", true);
-  if (flag(step, "use_regex", true)) byte_level_regex_.emplace_back(kGpt2SplitPattern);
+  add_prefix_space_ = json_flag(step, "add_prefix_space", true);
+  if (json_flag(step, "use_regex", true)) byte_level_regex_.emplace_back(kGpt2SplitPattern);
 }
 
 void HfPreTokenizer::split(std::string_view text, std::vector<std::string>& pieces) const {

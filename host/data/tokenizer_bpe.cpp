@@ -17,16 +17,13 @@
 
 #include "data/byte_alphabet.hpp"
 #include "data/gpt2_pretokenizer.hpp"
+#include "data/merge_pair.hpp"
 #include "data/tokenizer.hpp"
 
 namespace gradsweep::data {
 namespace {
 
 constexpr std::string_view kEndOfText = "<|endoftext|>";
-
-uint64_t pair_key(int32_t left, int32_t right) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-}
 
 class BpeTokenizer final : public Tokenizer {
  public:
@@ -88,7 +85,7 @@ class BpeTokenizer final : public Tokenizer {
       }
       const int32_t l = id_of(left, where), r = id_of(right, where), m = id_of(left + right, where);
       // GPT-2's file lists each pair once; should a file repeat one, its first (better) rank counts.
-      merges_.emplace(pair_key(l, r), std::make_pair(static_cast<int32_t>(rank), m));
+      merges_.emplace(merge_pair_key(l, r), std::make_pair(static_cast<int32_t>(rank), m));
       merge_lines_.push_back(line);
     }
   }
@@ -152,7 +149,7 @@ class BpeTokenizer final : public Tokenizer {
       int32_t best_rank = INT32_MAX;
       int32_t best_left = -1, best_right = -1, merged = -1;
       for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-        const auto it = merges_.find(pair_key(symbols[i], symbols[i + 1]));
+        const auto it = merges_.find(merge_pair_key(symbols[i], symbols[i + 1]));
         if (it != merges_.end() && it->second.first < best_rank) {
           best_rank = it->second.first;
           best_left = symbols[i];

@@ -11,15 +11,15 @@
 namespace gradsweep::data {
 namespace {
 
-constexpr int32_t kEndOfText = 256;
+constexpr int32_t kEndOfTextId = 256;
 // How the end-of-text id reads when decoded (GPT-2's spelling, so samples look alike across tokenizers).
-constexpr std::string_view kEndOfTextText = "<|endoftext|>";
+constexpr std::string_view kEndOfTextSpelling = "<|endoftext|>";
 
 class ByteTokenizer final : public Tokenizer {
  public:
   std::string name() const override { return "byte"; }
   int64_t vocab_size() const override { return 257; }
-  int32_t end_of_text() const override { return kEndOfText; }
+  int32_t end_of_text() const override { return kEndOfTextId; }
 
   std::vector<int32_t> encode(std::string_view text) const override {
     std::vector<int32_t> ids(text.size());
@@ -33,8 +33,8 @@ class ByteTokenizer final : public Tokenizer {
     for (const int32_t id : ids) {
       if (id >= 0 && id < 256) {
         text.push_back(static_cast<char>(id));
-      } else if (id == kEndOfText) {
-        text.append(kEndOfTextText);
+      } else if (id == kEndOfTextId) {
+        text.append(kEndOfTextSpelling);
       } else {
         throw std::out_of_range("byte tokenizer: id " + std::to_string(id) + " is outside [0, 257)");
       }

@@ -1,4 +1,5 @@
 #include "runs/cell_status.hpp"
+#include "util/trim.hpp"
 
 #include "util/atomic_file.hpp"
 
@@ -20,13 +21,6 @@ constexpr std::pair<CellState, const char*> kNames[] = {
     {CellState::Pending, "pending"}, {CellState::Running, "running"}, {CellState::Ok, "ok"},
     {CellState::Failed, "failed"},   {CellState::Timeout, "timeout"}, {CellState::Interrupted, "interrupted"}};
 
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
-
 bool looks_like_error(const std::string& line) {
   // spdlog's "[error]" / "[critical]" from the ranks, main's "error: ...", and what mpirun or the C++
   // runtime print when a process dies.
@@ -42,11 +36,11 @@ std::string last_error_in(const fs::path& file) {
   std::string line, last;
   bool continues = false;  // "error: configuration error:" says what on the next line
   while (std::getline(in, line)) {
-    if (continues && !trim(line).empty()) {
-      last += " " + trim(line);
+    if (continues && !util::trim(line).empty()) {
+      last += " " + util::trim(line);
       continues = false;
     } else if (looks_like_error(line)) {
-      last = trim(line);
+      last = util::trim(line);
       continues = !last.empty() && last.back() == ':';
     }
   }

@@ -9,7 +9,7 @@
 namespace gradsweep::train {
 namespace {
 
-constexpr int kFields = 9;
+constexpr int kReportFields = 9;
 
 torch::Tensor gather(comm::HostCommunicator& comm, const torch::Tensor& mine) {
   torch::Tensor all = torch::empty({mine.numel() * comm.size()}, mine.options());
@@ -27,8 +27,8 @@ StepReport gather_step_report(comm::HostCommunicator& comm, const RankStep& mine
                      static_cast<double>(c.bytes_received), c.seconds, c.blocked_seconds,
                      static_cast<double>(c.payload_bytes), static_cast<double>(c.calls)},
                     torch::kDouble);
-  static_assert(kFields == 9);
-  const torch::Tensor all = comm.size() == 1 ? local.view({1, kFields}) : gather(comm, local);
+  static_assert(kReportFields == 9);
+  const torch::Tensor all = comm.size() == 1 ? local.view({1, kReportFields}) : gather(comm, local);
   const auto a = all.accessor<double, 2>();
   StepReport report;
   double sum = 0.0, count = 0.0;

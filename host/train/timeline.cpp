@@ -23,7 +23,7 @@ namespace {
 constexpr std::size_t kMaxSpans = 5000;
 // step, data, forward, backward, exposed_comm, update, wait, other, measured steps; then the seconds spent
 // recording sampled steps and the seconds all steps took.
-constexpr int kFields = 11;
+constexpr int kTimelineFields = 11;
 constexpr int kTraceField = 9, kStepsField = 10;
 
 std::int64_t ns_of(Timeline::Clock::time_point t) {
@@ -248,12 +248,12 @@ nlohmann::json Timeline::finish() {
   const torch::Tensor mine = torch::tensor({m.step, m.data, m.forward, m.backward, m.exposed_comm, m.update, m.wait,
                                             m.other, static_cast<double>(measured_), trace_s_, steps_s_},
                                            torch::kDouble);
-  torch::Tensor all = mine.view({1, kFields});
+  torch::Tensor all = mine.view({1, kTimelineFields});
   if (comm_.size() > 1) {
-    all = torch::empty({kFields * comm_.size()}, torch::kDouble);
+    all = torch::empty({kTimelineFields * comm_.size()}, torch::kDouble);
     sdk::check(comm_.allgather(mine, all));
     comm_.take_stats();  // the trainer's bookkeeping, not the strategy's traffic
-    all = all.view({comm_.size(), kFields});
+    all = all.view({comm_.size(), kTimelineFields});
   }
   const auto a = all.accessor<double, 2>();
   std::vector<StepBreakdown> ranks;

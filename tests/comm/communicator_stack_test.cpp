@@ -6,6 +6,8 @@
 #include "comm/communicator_stack.hpp"
 #include "comm/host_group.hpp"
 #include "support/thread_ranks.hpp"
+#include "support/text_contains.hpp"
+#include "comm/hang_reports.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -17,26 +19,9 @@
 namespace gradsweep {
 namespace {
 
+using test::contains;
+
 using test::run_ranks;
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// What the hang layer reported, from any rank's watchdog thread.
-struct Hangs {
-  std::mutex mutex;
-  std::vector<comm::HangReport> reports;
-
-  comm::HangHandler handler() {
-    return [this](const comm::HangReport& r) {
-      const std::lock_guard<std::mutex> lock(mutex);
-      reports.push_back(r);
-    };
-  }
-  std::vector<comm::HangReport> taken() {
-    const std::lock_guard<std::mutex> lock(mutex);
-    return reports;
-  }
-};
 
 // A bad call fails on its rank with the call's name, and nothing of it reaches the backend: no call is
 // counted, no collective is joined (the ranks' next collective still pairs with the other's).
@@ -120,7 +105,7 @@ TEST(CommunicatorStack, CountersSurviveTheLayersViewsAndGroups) {
 // Rank 1 is late to the third collective: rank 0's call is reported by rank, collective and number while
 // it waits, then completes when rank 1 joins. Async calls are watched until their request completes.
 TEST(CommunicatorStack, AHungCollectiveIsNamedByRankCollectiveAndSequenceNumber) {
-  Hangs hangs;
+  test::HangReports hangs;
   test::RanksOptions options;
   options.watchdog_seconds = 0.2;
   options.on_hang = hangs.handler();
@@ -147,7 +132,7 @@ TEST(CommunicatorStack, AHungCollectiveIsNamedByRankCollectiveAndSequenceNumber)
 }
 
 TEST(CommunicatorStack, AHungAsyncCollectiveIsNamedUntilItsRequestCompletes) {
-  Hangs hangs;
+  test::HangReports hangs;
   test::RanksOptions options;
   options.watchdog_seconds = 0.2;
   options.on_hang = hangs.handler();
@@ -169,7 +154,7 @@ TEST(CommunicatorStack, AHungAsyncCollectiveIsNamedUntilItsRequestCompletes) {
 
 // A hang inside a group names the group, with the group's own sequence.
 TEST(CommunicatorStack, AHungGroupCollectiveNamesTheGroup) {
-  Hangs hangs;
+  test::HangReports hangs;
   test::RanksOptions options;
   options.watchdog_seconds = 0.2;
   options.on_hang = hangs.handler();
@@ -191,7 +176,7 @@ TEST(CommunicatorStack, AHungGroupCollectiveNamesTheGroup) {
 // The local backend under the same stack: rank 0 of 1 cannot hang in a collective (every one returns at
 // once: there is nobody to wait for), and a receive has no peer, so it fails at once instead of hanging.
 TEST(CommunicatorStack, TheLocalBackendCannotHangAndSaysWhy) {
-  Hangs hangs;
+  test::HangReports hangs;
   comm::StackOptions stack;
   stack.timeout_seconds = 0.1;
   stack.on_hang = hangs.handler();

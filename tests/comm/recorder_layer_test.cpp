@@ -7,6 +7,8 @@
 #include "comm/flight_recorder.hpp"
 #include "support/test_files.hpp"
 #include "support/thread_ranks.hpp"
+#include "support/text_contains.hpp"
+#include "comm/hang_reports.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -21,9 +23,8 @@
 namespace gradsweep {
 namespace {
 
+using test::contains;
 using test::run_ranks;
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Dumps and verdicts go to `dir` for the test's length; nothing is written once it ends.
 struct DumpDirectory {
@@ -107,25 +108,13 @@ TEST(RecorderLayer, FingerprintsStopMismatchedCollectivesUncounted) {
   }
 }
 
-// What the hang layer reported, from any rank's watchdog thread.
-struct Hangs {
-  std::mutex mutex;
-  std::vector<comm::HangReport> reports;
-  comm::HangHandler handler() {
-    return [this](const comm::HangReport& r) {
-      const std::lock_guard<std::mutex> lock(mutex);
-      reports.push_back(r);
-    };
-  }
-};
-
 // Rank 2 of 3 does not come to the second allreduce for a while: the ranks that wait in it dump their
 // recorders, rank 2's watchdog thread answers their request with its own, and the verdict names rank 2,
 // the collective and its number, in the report and in verdict.json.
 TEST(RecorderLayer, AHungCollectiveOnThreadRanksIsBlamedOnTheRankThatDidNotCome) {
   const std::filesystem::path cell = test::scratch_dir();
   const DumpDirectory dumps(cell);
-  Hangs hangs;
+  test::HangReports hangs;
   test::RanksOptions options;
   options.watchdog_seconds = 0.3;
   options.dump_grace_seconds = 4;
@@ -159,7 +148,7 @@ TEST(RecorderLayer, AHungCollectiveOnThreadRanksIsBlamedOnTheRankThatDidNotCome)
 TEST(RecorderLayer, AHungGroupCollectiveIsJudgedFromTheGroupsDumps) {
   const std::filesystem::path cell = test::scratch_dir();
   const DumpDirectory dumps(cell);
-  Hangs hangs;
+  test::HangReports hangs;
   test::RanksOptions options;
   options.watchdog_seconds = 0.3;
   options.dump_grace_seconds = 4;
@@ -185,7 +174,7 @@ TEST(RecorderLayer, AHungGroupCollectiveIsJudgedFromTheGroupsDumps) {
 TEST(RecorderLayer, ARankThatNeverSendsIsNamedByTheRankWaitingOnIt) {
   const std::filesystem::path cell = test::scratch_dir();
   const DumpDirectory dumps(cell);
-  Hangs hangs;
+  test::HangReports hangs;
   test::RanksOptions options;
   options.watchdog_seconds = 0.3;
   options.dump_grace_seconds = 4;

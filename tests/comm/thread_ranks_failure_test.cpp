@@ -1,6 +1,7 @@
 // The thread-ranks harness when ranks fail or disagree: a rank that throws, ranks that deadlock, calls
 // that do not match, bad arguments. Every run must end (never hang) and say which rank and which call.
 #include "support/thread_ranks.hpp"
+#include "support/text_contains.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -10,11 +11,11 @@
 namespace gradsweep {
 namespace {
 
+using test::contains;
+
 using test::RankFailure;
 using test::run_ranks;
 using test::try_ranks;
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Rank 2 throws while the others are inside (or about to enter) an allreduce: each of them gets an error
 // naming rank 2 and its message, and run_ranks reports rank 2's own error.

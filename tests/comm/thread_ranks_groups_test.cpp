@@ -3,6 +3,7 @@
 // the parent's, bytes counted in the group and in its parent, and the refusals (negative color, no
 // kGroups, a group outliving its parent). What the MPI backend's groups must do too.
 #include "support/thread_ranks.hpp"
+#include "support/text_contains.hpp"
 
 #include "comm/host_group.hpp"
 
@@ -15,10 +16,10 @@
 namespace gradsweep {
 namespace {
 
+using test::contains;
+
 using test::run_ranks;
 using test::ThreadCommunicator;
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 test::RanksOptions nodes_of(int ranks_per_node) {
   test::RanksOptions options;

@@ -12,7 +12,7 @@ namespace gradsweep {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr int kConfigError = 2;  // host/main.cpp: any error before the command ran
+using test::kConfigError;
 
 // `gradsweep train` on a cell whose third line is `train_line` (lines 1-2: model and data), plus `extra`.
 test::CommandResult train(const std::string& train_line, const std::string& extra = "",

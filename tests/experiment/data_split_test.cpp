@@ -12,7 +12,7 @@ namespace gradsweep {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr int kConfigError = 2;  // host/main.cpp: any error before the command ran
+using test::kConfigError;
 
 // The byte data set of one fortune file, as shards of 3000 tokens: DIR/train/, DIR/val/.
 fs::path sharded_byte_data(const fs::path& dir) {

@@ -33,8 +33,8 @@ using plugins::PluginRegistry;
 using sdk::PluginKind;
 namespace fs = std::filesystem;
 
-const fs::path kCounting = GRADSWEEP_TEST_COUNTING_DIR;
-const fs::path kRefused = GRADSWEEP_TEST_REFUSED_DIR;
+const fs::path kCountingDir = GRADSWEEP_TEST_COUNTING_DIR;
+const fs::path kRefusedDir = GRADSWEEP_TEST_REFUSED_DIR;
 
 // ---- read_sized ----------------------------------------------------------------------------------------
 
@@ -81,7 +81,7 @@ TEST(SizedStruct, AStructSmallerThanItsMinorPromisedIsAnErrorNamingThePlugin) {
 
 TEST(SdkGrowth, EveryOlderMinorLoadsAndSaysWhatItsSdkHad) {
   PluginRegistry registry;
-  registry.scan({kCounting});
+  registry.scan({kCountingDir});
   ASSERT_TRUE(registry.refused().empty()) << registry.refused().front().reason;
   for (const int minor : {2, 3, 4, 8, 9}) {
     const plugins::PluginRecord& r = registry.find(PluginKind::Strategy, "counting_sdk_1_" + std::to_string(minor));
@@ -101,7 +101,7 @@ TEST(SdkGrowth, StructsSmallerThanTheirMinorPromisedAreRefusedNamingThePlugin) {
        {std::tuple{"test_plugin_counting_short_capabilities.so", "counting_short_capabilities", "StrategyCapabilities"},
         std::tuple{"test_plugin_counting_short_descriptor.so", "counting_short_descriptor", "PluginDescriptor"}}) {
     PluginRegistry registry;
-    registry.load_file(kRefused / file);
+    registry.load_file(kRefusedDir / file);
     ASSERT_EQ(registry.refused().size(), 1u) << file;
     const std::string reason = registry.refused()[0].reason;
     EXPECT_NE(reason.find(std::string("strategy '") + name + "': its " + what + " is "), std::string::npos) << reason;
@@ -113,7 +113,7 @@ TEST(SdkGrowth, StructsSmallerThanTheirMinorPromisedAreRefusedNamingThePlugin) {
 TEST(SdkGrowth, TrainingWithARefusedBuildFailsWithItsReasonAndNoCrash) {
   const fs::path dir = test::scratch_dir();
   const fs::path cell = test::write_tiny_cell(
-      dir, 2, "strategy: {name: counting_short_capabilities}\nplugins: {paths: [" + kRefused.string() + "]}\n");
+      dir, 2, "strategy: {name: counting_short_capabilities}\nplugins: {paths: [" + kRefusedDir.string() + "]}\n");
   const auto r = test::run_command(
       "timeout 120 " + test::gradsweep_command("train " + cell.string() + " --out " + (dir / "out").string()));
   EXPECT_EQ(r.exit_code, 2) << r.output;  // an error (main's exit code), not a signal
@@ -146,7 +146,7 @@ struct Hosted {
 
 TEST(SdkGrowth, AMethodThePluginsSdkLacksIsNeverCalled) {
   PluginRegistry registry;
-  registry.scan({kCounting});
+  registry.scan({kCountingDir});
   Hosted old(registry.find(PluginKind::Strategy, "counting_sdk_1_3"));
   EXPECT_TRUE(old.instance.has<&sdk::StrategyAbi::role>());
   EXPECT_FALSE(old.instance.has<&sdk::StrategyAbi::unit_event>());
@@ -165,7 +165,7 @@ TEST(SdkGrowth, AMethodThePluginsSdkLacksIsNeverCalled) {
 
 TEST(SdkGrowth, UnitEventsComeFromTheDeclarationOrFromRoleBefore19) {
   PluginRegistry registry;
-  registry.scan({kCounting});
+  registry.scan({kCountingDir});
   const auto hears = [&](const char* name) {
     Hosted h(registry.find(PluginKind::Strategy, name));
     return plugins::hears_unit_events(h.instance);
@@ -185,7 +185,7 @@ TEST(SdkGrowth, WhoComputesIsThePlanAnswerAndAnOlderRoleMustAgree) {
   EXPECT_TRUE(plugins::computes_by_plan(plan, 2, 3));
 
   PluginRegistry registry;
-  registry.scan({kCounting});
+  registry.scan({kCountingDir});
   Hosted disagrees(registry.find(PluginKind::Strategy, "counting_role_disagrees"));
   plugins::PlanVerdict all;
   all.computing_ranks = 1;
@@ -212,11 +212,11 @@ struct Trained {
   std::vector<nlohmann::json> plugin;  // each step's "plugin" scalars
 };
 
-Trained train_counting(const std::string& name) {
+Trained train_fixture(const std::string& name) {
   const fs::path dir = test::scratch_dir(name);
   const fs::path cell =
       test::write_tiny_cell(dir, 4,
-                            "strategy: {name: " + name + "}\nplugins: {paths: [" + kCounting.string() +
+                            "strategy: {name: " + name + "}\nplugins: {paths: [" + kCountingDir.string() +
                                 "]}\nmetrics: {peak_flops: 1e11}\ncheckpoint:\n  every: 2\n");
   Trained t;
   t.result = test::run_command("timeout 120 " +
@@ -228,7 +228,7 @@ Trained train_counting(const std::string& name) {
 
 TEST(SdkGrowth, EachMinorTrainsWithWhatItsSdkHad) {
   for (const int minor : {2, 3, 4, 8, 9}) {
-    const Trained t = train_counting("counting_sdk_1_" + std::to_string(minor));
+    const Trained t = train_fixture("counting_sdk_1_" + std::to_string(minor));
     ASSERT_EQ(t.result.exit_code, 0) << minor << t.result.output;
     ASSERT_EQ(t.plugin.size(), 4u) << minor;
     const nlohmann::json& last = t.plugin.back();
@@ -242,7 +242,7 @@ TEST(SdkGrowth, EachMinorTrainsWithWhatItsSdkHad) {
 }
 
 TEST(SdkGrowth, TrainingStopsWhenAnOlderRoleContradictsItsPlanAnswer) {
-  const Trained t = train_counting("counting_role_disagrees");
+  const Trained t = train_fixture("counting_role_disagrees");
   EXPECT_EQ(t.result.exit_code, 2) << t.result.output;
   EXPECT_NE(t.result.output.find("strategy 'counting_role_disagrees' (SDK 1.8): its role() says rank 0 does not "
                                  "compute"),

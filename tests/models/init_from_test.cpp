@@ -12,20 +12,18 @@ namespace gradsweep::test {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr int kConfigError = 2;  // host/main.cpp: any error before the command ran
-
-struct Case {
+struct InitCase {
   const char* label;
   const char* model;  // the cell's model section, without its closing brace
   const char* strategy;
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
+void PrintTo(const InitCase& c, std::ostream* os) { *os << c.label; }
 
-class InitFrom : public ::testing::TestWithParam<Case> {};
+class InitFrom : public ::testing::TestWithParam<InitCase> {};
 
 TEST_P(InitFrom, ShardedTrainingStartsFromWeightsTransformersWrote) {
   GRADSWEEP_REQUIRE_HF_PYTHON();
-  const Case& c = GetParam();
+  const InitCase& c = GetParam();
   const fs::path dir = scratch_dir();
   // The architecture, as gradsweep exports it; then weights of transformers' own making.
   ASSERT_EQ(hf::train(hf::write_cell(dir, std::string(c.model) + "}", "single", 3), dir / "first", 1).exit_code, 0);
@@ -51,12 +49,12 @@ TEST_P(InitFrom, ShardedTrainingStartsFromWeightsTransformersWrote) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, InitFrom,
-    ::testing::Values(Case{"gpt2_zero2", "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 300, block_size: 48",
-                           "zero2"},
-                      Case{"llama_fsdp",
-                           "model: {name: llama, preset: llama-tiny, vocab_size: 300, "
-                           "block_size: 48",
-                           "fsdp"}),
+    ::testing::Values(InitCase{"gpt2_zero2", "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 300, block_size: 48",
+                               "zero2"},
+                      InitCase{"llama_fsdp",
+                               "model: {name: llama, preset: llama-tiny, vocab_size: 300, "
+                               "block_size: 48",
+                               "fsdp"}),
     [](const auto& info) { return std::string(info.param.label); });
 
 // llama-tiny at vocabulary 300, exported in-process (no Python needed) into `dir`.

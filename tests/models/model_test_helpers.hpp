@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers for the model plugin tests: batches, parameter lookup, error messages.
 #include "support/plugin_fixture.hpp"
+#include "support/text_contains.hpp"
 
 #include <gradsweep/sdk/model.hpp>
 
@@ -49,7 +50,5 @@ std::string error_of(Body&& body) {
   }
   return "";
 }
-
-inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace gradsweep::test::models

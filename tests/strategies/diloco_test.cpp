@@ -20,11 +20,6 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kPlainSgd{"train.optimizer=sgd", "train.momentum=0", "train.weight_decay=0",
                                          "train.grad_clip=0", "train.lr=0.5"};
 
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 class DilocoOneInnerStep : public ::testing::TestWithParam<int> {};
 
 TEST_P(DilocoOneInnerStep, WithPlainSgdMatchesSingle) {

@@ -13,19 +13,12 @@ namespace gradsweep::test {
 namespace {
 namespace fs = std::filesystem;
 
-// gpt2-tiny as the strategy tests configure it (n_layer 2, n_embd 64, vocab 257 in 384 rows, block_size 32):
-// the root unit (wte, wpe, ln_f) and one block (ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj with their
-// biases).
-constexpr std::int64_t kEmbd = 64, kLayers = 2;
-constexpr std::int64_t kRootNumel = 384 * kEmbd + 32 * kEmbd + 2 * kEmbd;
-constexpr std::int64_t kBlockNumel = 12 * kEmbd * kEmbd + 13 * kEmbd;
-
 // Peak parameter bytes per rank: every unit's shard (each padded to a multiple of N) plus the root and
 // the largest unit whole (one block at a time is gathered, in forward and in backward).
 double expected_resident_bytes(int ranks) {
   const auto shard = [&](std::int64_t numel) { return (numel + ranks - 1) / ranks; };
-  const std::int64_t shards = shard(kRootNumel) + kLayers * shard(kBlockNumel);
-  return 4.0 * static_cast<double>(shards + ranks * shard(kRootNumel) + ranks * shard(kBlockNumel));
+  const std::int64_t shards = shard(kTinyGpt2RootNumel) + kTinyGpt2Layers * shard(kTinyGpt2BlockNumel);
+  return 4.0 * static_cast<double>(shards + ranks * shard(kTinyGpt2RootNumel) + ranks * shard(kTinyGpt2BlockNumel));
 }
 
 void expect_matches_single(const TrainingRun& run, TinyModel model) {
@@ -44,12 +37,13 @@ TEST_P(FsdpGpt2, MatchesSingleAndHoldsAShardPlusRootPlusOneBlock) {
   const int ranks = GetParam();
   const TrainingRun run = train_tiny(TinyModel::Gpt2, ranks, "fsdp");
   expect_matches_single(run, TinyModel::Gpt2);
-  ASSERT_EQ(run.summary.at("params").get<std::int64_t>(), kRootNumel + kLayers * kBlockNumel);  // the layout above
+  ASSERT_EQ(run.summary.at("params").get<std::int64_t>(),
+            kTinyGpt2RootNumel + kTinyGpt2Layers * kTinyGpt2BlockNumel);  // the layout above
   EXPECT_EQ(run.log(0).find("declares no units"), std::string::npos);
   for (const auto& step : run.steps) {
     EXPECT_EQ(step.at("plugin").at("param_bytes_resident").get<double>(), expected_resident_bytes(ranks));
     // AdamW's two moments for this rank's shard only (its padding excluded).
-    const double model_bytes = 4.0 * static_cast<double>(kRootNumel + kLayers * kBlockNumel);
+    const double model_bytes = 4.0 * static_cast<double>(kTinyGpt2RootNumel + kTinyGpt2Layers * kTinyGpt2BlockNumel);
     EXPECT_LE(step.at("plugin").at("optimizer_state_bytes").get<double>(), 2 * model_bytes / ranks + 64);
   }
 }

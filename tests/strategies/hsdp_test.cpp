@@ -14,19 +14,14 @@ namespace gradsweep::test {
 namespace {
 namespace fs = std::filesystem;
 
-// gpt2-tiny as the strategy tests configure it (see fsdp_test.cpp): the root unit and two blocks.
-constexpr std::int64_t kEmbd = 64, kLayers = 2;
-constexpr std::int64_t kRootNumel = 384 * kEmbd + 32 * kEmbd + 2 * kEmbd;
-constexpr std::int64_t kBlockNumel = 12 * kEmbd * kEmbd + 13 * kEmbd;
-
 // Peak parameter bytes per rank with K ranks per node: every unit's node shard (each padded to a multiple
 // of K) plus the root whole and `whole_blocks` blocks whole (two with prefetch: the one computing and the
 // next one gathering).
 double expected_resident_bytes(int per_node, int whole_blocks) {
   const auto shard = [&](std::int64_t numel) { return (numel + per_node - 1) / per_node; };
-  const std::int64_t shards = shard(kRootNumel) + kLayers * shard(kBlockNumel);
-  return 4.0 *
-         static_cast<double>(shards + per_node * shard(kRootNumel) + whole_blocks * per_node * shard(kBlockNumel));
+  const std::int64_t shards = shard(kTinyGpt2RootNumel) + kTinyGpt2Layers * shard(kTinyGpt2BlockNumel);
+  return 4.0 * static_cast<double>(shards + per_node * shard(kTinyGpt2RootNumel) +
+                                   whole_blocks * per_node * shard(kTinyGpt2BlockNumel));
 }
 
 // GRADSWEEP_RANKS_PER_NODE for one scope: mpirun's ranks on this machine inherit it.
@@ -64,11 +59,12 @@ TEST_P(HsdpGpt2, MatchesSingleAndHoldsANodeShardPlusRootPlusTwoBlocks) {
   const Shape shape = GetParam();
   const TrainingRun run = train_hsdp(shape.nodes, shape.per_node);
   expect_matches_single(run);
-  ASSERT_EQ(run.summary.at("params").get<std::int64_t>(), kRootNumel + kLayers * kBlockNumel);  // the layout above
+  ASSERT_EQ(run.summary.at("params").get<std::int64_t>(),
+            kTinyGpt2RootNumel + kTinyGpt2Layers * kTinyGpt2BlockNumel);  // the layout above
   const std::string nodes = "hsdp: " + std::to_string(shape.nodes) + " node(s) of " + std::to_string(shape.per_node) +
                             " rank(s): parameters sharded over the node, replicated across nodes, next unit prefetched";
   EXPECT_NE(run.log(0).find(nodes), std::string::npos) << run.log(0);
-  const double model_bytes = 4.0 * static_cast<double>(kRootNumel + kLayers * kBlockNumel);
+  const double model_bytes = 4.0 * static_cast<double>(kTinyGpt2RootNumel + kTinyGpt2Layers * kTinyGpt2BlockNumel);
   for (const auto& step : run.steps) {
     EXPECT_EQ(step.at("plugin").at("param_bytes_resident").get<double>(), expected_resident_bytes(shape.per_node, 2));
     // AdamW's two moments for this rank's node shard only (its padding excluded).

@@ -35,11 +35,6 @@ const std::vector<std::string> kCell{"train.batch_size=12", "checkpoint.every=4"
 const std::vector<std::string> kMomentumSgd{"train.optimizer=sgd", "train.momentum=0.9", "train.grad_clip=0",
                                             "train.lr=0.05"};
 
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 TrainingRun train_cell(const fs::path& dir, const std::string& out, int ranks, TinyModel model,
                        const std::string& strategy, const std::vector<std::string>& overrides,
                        const std::string& extra = "") {

@@ -15,11 +15,6 @@ const std::vector<std::string> kSampled{"strategy.negatives=200"};
 // The tiny LSTM learns words slowly at the suite's default rate; this one makes 20 steps show it.
 const std::string kFasterRate = "train.lr=2e-2";
 
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 // Bytes rank r sent over the whole run, from the host's counters.
 double bytes_sent(const TrainingRun& run, int rank) {
   double total = 0;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <cstdint>
 #include <vector>
 
 namespace gradsweep::test {
@@ -37,6 +38,19 @@ std::filesystem::path tiny_cell(const std::filesystem::path& dir, TinyModel mode
 
 // `single` on one rank with `overrides`, trained once per test binary, model, steps and overrides.
 const TrainingRun& single_reference(TinyModel model, int steps = 20, const std::vector<std::string>& overrides = {});
+
+// The overrides `a` and then `b`: a case's own options after those the whole suite passes.
+inline std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// gpt2-tiny as the strategy tests configure it (n_layer 2, n_embd 64, vocab 257 in 384 rows, block_size 32):
+// the size of its root unit (wte, wpe, ln_f) and of one block (ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj
+// with their biases), what fsdp and hsdp shard unit by unit.
+inline constexpr std::int64_t kTinyGpt2Embd = 64, kTinyGpt2Layers = 2;
+inline constexpr std::int64_t kTinyGpt2RootNumel = 384 * kTinyGpt2Embd + 32 * kTinyGpt2Embd + 2 * kTinyGpt2Embd;
+inline constexpr std::int64_t kTinyGpt2BlockNumel = 12 * kTinyGpt2Embd * kTinyGpt2Embd + 13 * kTinyGpt2Embd;
 
 // max over steps of |a - b| / |b|.
 double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b);

@@ -9,6 +9,9 @@
 
 namespace gradsweep::test {
 
+// The exit status of a command refused before it ran (host/main.cpp: any error in its configuration).
+inline constexpr int kConfigError = 2;
+
 std::filesystem::path plugin_dir();
 std::filesystem::path gradsweep_binary();
 struct CommandResult {

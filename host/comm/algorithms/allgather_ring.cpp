@@ -8,11 +8,6 @@
 #include <stdexcept>
 
 namespace gradsweep::comm::ring {
-namespace {
-
-int wrap(int c, int n) { return ((c % n) + n) % n; }
-
-}  // namespace
 
 void allgather_in_place(Transport& transport, torch::Tensor& flat, const Chunks& chunks, const Tuning& tuning) {
   if (chunks.n != transport.size() || chunks.numel != flat.numel())

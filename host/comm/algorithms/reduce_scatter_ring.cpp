@@ -12,8 +12,6 @@
 namespace gradsweep::comm::ring {
 namespace {
 
-int wrap(int c, int n) { return ((c % n) + n) % n; }
-
 // out = mine (op) received, elementwise in the tensors' dtype; `out` may be `mine`.
 void combine(torch::Tensor& out, const torch::Tensor& mine, const torch::Tensor& received, sdk::ReduceOp op) {
   switch (op) {

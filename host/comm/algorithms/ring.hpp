@@ -66,6 +66,9 @@ struct Chunks {
   std::int64_t largest() const { return size(0); }
 };
 
+// c mod n in [0, n): the chunk that a ring step's arithmetic (r - step - 1) names.
+inline int wrap(int c, int n) { return ((c % n) + n) % n; }
+
 // In place over `flat` cut by `chunks` (chunks.n == transport.size()): afterwards chunk r of `flat` on
 // rank r holds the reduction over ranks of chunk r; the other chunks hold partial results.
 void reduce_scatter_in_place(Transport& transport, torch::Tensor& flat, const Chunks& chunks, sdk::ReduceOp op,

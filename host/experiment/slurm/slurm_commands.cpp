@@ -1,4 +1,5 @@
 #include "experiment/slurm/slurm_commands.hpp"
+#include "util/trim.hpp"
 
 #include "env/environment.hpp"
 
@@ -23,13 +24,6 @@ std::string join(const std::vector<std::string>& words, const char* sep = " ") {
   std::string out;
   for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
   return out;
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  std::size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -64,7 +58,7 @@ std::string hint_for(const ProgramOutput& r) {
 
 [[noreturn]] void fail(const std::vector<std::string>& argv, const ProgramOutput& r) {
   std::string what = "`" + join(argv) + "` failed with exit code " + std::to_string(r.exit_code);
-  const std::string message = trim(r.err.empty() ? r.out : r.err);
+  const std::string message = util::trim(r.err.empty() ? r.out : r.err);
   if (!message.empty()) what += ": " + message;
   throw SlurmError(what + hint_for(r));
 }
@@ -146,17 +140,17 @@ void require_slurm_tool(const std::string& tool) {
 std::string sbatch_submit(const std::string& script) {
   const ProgramOutput r = run_or_throw({"sbatch", "--parsable", script});
   // --parsable prints "jobid" or "jobid;cluster".
-  std::string id = trim(r.out);
+  std::string id = util::trim(r.out);
   id = id.substr(0, id.find(';'));
   if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
-    throw SlurmError("sbatch --parsable " + script + " printed '" + trim(r.out) + "', not a job id");
+    throw SlurmError("sbatch --parsable " + script + " printed '" + util::trim(r.out) + "', not a job id");
   return id;
 }
 
 std::vector<TaskState> parse_squeue(const std::string& text) {
   std::vector<TaskState> tasks;
   for (const std::string& line : split(text, '\n')) {
-    const auto fields = split(trim(line), '|');
+    const auto fields = split(util::trim(line), '|');
     if (fields.size() < 2) continue;
     TaskState t;
     t.job = fields[0];
@@ -182,7 +176,7 @@ std::vector<TaskState> squeue_tasks(const std::vector<std::string>& array_jobs) 
 std::vector<TaskState> parse_sacct(const std::string& text) {
   std::vector<TaskState> tasks;
   for (const std::string& line : split(text, '\n')) {
-    const auto fields = split(trim(line), '|');
+    const auto fields = split(util::trim(line), '|');
     if (fields.size() < 3) continue;
     TaskState t;
     t.job = fields[0];

@@ -1,4 +1,5 @@
 #include "experiment/slurm/task_outcome.hpp"
+#include "util/trim.hpp"
 
 #include <fstream>
 #include <set>
@@ -13,11 +14,6 @@ std::string describe(const TaskState& t) {
   if (!t.reason.empty()) text += " (" + t.reason + ")";
   if (!t.exit_code.empty()) text += ", exit code " + t.exit_code;
   return text;
-}
-
-std::string trim(const std::string& s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
 }
 
 bool is_slurm_line(const std::string& line) {
@@ -38,9 +34,9 @@ std::string last_rank_error_in_launcher_log(const std::filesystem::path& cell_di
     for (const char* marker : {"error:", "[error]", "[critical]", "what():", "terminate called"})
       error = error || line.find(marker) != std::string::npos;
     if (!error) continue;
-    std::string text = trim(line);
+    std::string text = util::trim(line);
     if (!text.empty() && text.back() == ':' && i + 1 < lines.size() && !is_slurm_line(lines[i + 1]))
-      text += " " + trim(lines[i + 1]);
+      text += " " + util::trim(lines[i + 1]);
     return text;
   }
   return "";
