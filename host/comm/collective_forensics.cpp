@@ -128,7 +128,10 @@ void write_verdict(const std::string& kind, const std::string& summary, const st
     // The first verdict stands: a stopped rank that mpirun wakes (SIGCONT) before killing it can reach its
     // own watchdog after the job was judged, and would otherwise replace the verdict with one that blames
     // the rank that did answer. link() publishes the complete file only if none exists yet.
-    const fs::path candidate = dir / (std::string(kVerdictFile) + "." + std::to_string(::getpid()));
+    // The thread id too: thread ranks (tests/support) are one process, and two of them judging at once must
+    // not write, or remove, the same candidate.
+    const fs::path candidate =
+        dir / (std::string(kVerdictFile) + "." + std::to_string(::getpid()) + "." + std::to_string(::gettid()));
     util::write_file_atomically(candidate, j.dump(2) + "\n");
     const bool first = ::link(candidate.c_str(), (dir / kVerdictFile).c_str()) == 0;
     const int link_error = first ? 0 : errno;

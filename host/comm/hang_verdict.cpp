@@ -25,6 +25,30 @@ std::string phrase(const RankProgress& r) {
   return "not in any collective (finished #" + std::to_string(r.finished) + ", issued nothing since)";
 }
 
+// What each rank says, ranks that say the same grouped, least advanced first; then whom each waits on.
+std::string describe_ranks(const std::vector<RankProgress>& ranks) {
+  std::map<std::tuple<bool, std::uint64_t, std::string>, std::vector<const RankProgress*>> groups;
+  for (const auto& r : ranks) groups[{r.answered, position(r), phrase(r)}].push_back(&r);
+  std::string parts;
+  for (const auto& [key, members] : groups) {
+    std::string text = std::get<2>(key);
+    std::vector<int> who;
+    for (const auto* r : members) who.push_back(r->rank);
+    if (who.size() == 1) {  // "rank 2 is in ...", "ranks 0,1 wait in ..."
+      if (text.rfind("wait in ", 0) == 0) text = "is in " + text.substr(8);
+      if (const auto at = text.find(" and wait in "); at != std::string::npos) text.replace(at, 13, " and waits in ");
+      if (text.rfind("not in", 0) == 0) text = "is " + text;
+    } else if (text.rfind("not in", 0) == 0) {
+      text = "are " + text;
+    }
+    parts += (parts.empty() ? "" : "; ") + rank_list(who) + " " + text;
+  }
+  for (const auto& r : ranks)  // "rank 3 waits on rank 2": what the blame above rests on
+    if (r.answered && !r.waiting_on.empty())
+      parts += "; " + rank_list({r.rank}) + " waits on " + rank_list(r.waiting_on);
+  return parts;
+}
+
 }  // namespace
 
 std::vector<int> blamed_by_waits(const std::vector<RankProgress>& ranks) {
@@ -139,27 +163,7 @@ HangVerdict judge_hang(const std::vector<RankProgress>& ranks) {
       verdict.summary = "every rank waits in " + collective;
     }
   }
-  // Group ranks that say the same, least advanced first.
-  std::map<std::tuple<bool, std::uint64_t, std::string>, std::vector<const RankProgress*>> groups;
-  for (const auto& r : ranks) groups[{r.answered, position(r), phrase(r)}].push_back(&r);
-  std::string parts;
-  for (const auto& [key, members] : groups) {
-    std::string text = std::get<2>(key);
-    std::vector<int> who;
-    for (const auto* r : members) who.push_back(r->rank);
-    if (who.size() == 1) {  // "rank 2 is in ...", "ranks 0,1 wait in ..."
-      if (text.rfind("wait in ", 0) == 0) text = "is in " + text.substr(8);
-      if (const auto at = text.find(" and wait in "); at != std::string::npos) text.replace(at, 13, " and waits in ");
-      if (text.rfind("not in", 0) == 0) text = "is " + text;
-    } else if (text.rfind("not in", 0) == 0) {
-      text = "are " + text;
-    }
-    parts += (parts.empty() ? "" : "; ") + rank_list(who) + " " + text;
-  }
-  for (const auto& r : ranks)  // "rank 3 waits on rank 2": what the blame above rests on
-    if (r.answered && !r.waiting_on.empty())
-      parts += "; " + rank_list({r.rank}) + " waits on " + rank_list(r.waiting_on);
-  verdict.message = verdict.summary + ": " + parts;
+  verdict.message = verdict.summary + ": " + describe_ranks(ranks);
   return verdict;
 }
 
