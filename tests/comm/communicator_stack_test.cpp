@@ -106,9 +106,7 @@ TEST(CommunicatorStack, CountersSurviveTheLayersViewsAndGroups) {
 // it waits, then completes when rank 1 joins. Async calls are watched until their request completes.
 TEST(CommunicatorStack, AHungCollectiveIsNamedByRankCollectiveAndSequenceNumber) {
   test::HangReports hangs;
-  test::RanksOptions options;
-  options.watchdog_seconds = 0.2;
-  options.on_hang = hangs.handler();
+  const test::RanksOptions options = hangs.watched(0.2);
   run_ranks(
       2,
       [](comm::HostCommunicator& comm) {
@@ -133,9 +131,7 @@ TEST(CommunicatorStack, AHungCollectiveIsNamedByRankCollectiveAndSequenceNumber)
 
 TEST(CommunicatorStack, AHungAsyncCollectiveIsNamedUntilItsRequestCompletes) {
   test::HangReports hangs;
-  test::RanksOptions options;
-  options.watchdog_seconds = 0.2;
-  options.on_hang = hangs.handler();
+  const test::RanksOptions options = hangs.watched(0.2);
   run_ranks(
       2,
       [](comm::HostCommunicator& comm) {
@@ -155,9 +151,7 @@ TEST(CommunicatorStack, AHungAsyncCollectiveIsNamedUntilItsRequestCompletes) {
 // A hang inside a group names the group, with the group's own sequence.
 TEST(CommunicatorStack, AHungGroupCollectiveNamesTheGroup) {
   test::HangReports hangs;
-  test::RanksOptions options;
-  options.watchdog_seconds = 0.2;
-  options.on_hang = hangs.handler();
+  const test::RanksOptions options = hangs.watched(0.2);
   run_ranks(
       2,
       [](comm::HostCommunicator& comm) {

@@ -1,6 +1,7 @@
 #pragma once
 // What the hang layer reported, from any rank's watchdog thread: a HangHandler that keeps every report.
 #include "comm/watchdog_communicator.hpp"
+#include "support/thread_communicator.hpp"
 
 #include <mutex>
 #include <vector>
@@ -20,6 +21,17 @@ struct HangReports {
   std::vector<comm::HangReport> taken() {
     const std::lock_guard<std::mutex> lock(mutex);
     return reports;
+  }
+
+  // Thread ranks whose hang layer reports here a call still running after `watchdog_seconds`; an overdue rank
+  // waits `dump_grace_seconds` for the others' dumps.
+  RanksOptions watched(double watchdog_seconds,
+                       double dump_grace_seconds = comm::WatchdogCommunicator::kDefaultDumpGraceSeconds) {
+    RanksOptions options;
+    options.watchdog_seconds = watchdog_seconds;
+    options.dump_grace_seconds = dump_grace_seconds;
+    options.on_hang = handler();
+    return options;
   }
 };
 

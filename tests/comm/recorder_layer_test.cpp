@@ -115,10 +115,7 @@ TEST(RecorderLayer, AHungCollectiveOnThreadRanksIsBlamedOnTheRankThatDidNotCome)
   const std::filesystem::path cell = test::scratch_dir();
   const DumpDirectory dumps(cell);
   test::HangReports hangs;
-  test::RanksOptions options;
-  options.watchdog_seconds = 0.3;
-  options.dump_grace_seconds = 4;
-  options.on_hang = hangs.handler();
+  const test::RanksOptions options = hangs.watched(0.3, 4);
   run_ranks(
       3,
       [](comm::HostCommunicator& comm) {
@@ -149,10 +146,7 @@ TEST(RecorderLayer, AHungGroupCollectiveIsJudgedFromTheGroupsDumps) {
   const std::filesystem::path cell = test::scratch_dir();
   const DumpDirectory dumps(cell);
   test::HangReports hangs;
-  test::RanksOptions options;
-  options.watchdog_seconds = 0.3;
-  options.dump_grace_seconds = 4;
-  options.on_hang = hangs.handler();
+  const test::RanksOptions options = hangs.watched(0.3, 4);
   run_ranks(
       2,
       [](comm::HostCommunicator& comm) {
@@ -175,10 +169,7 @@ TEST(RecorderLayer, ARankThatNeverSendsIsNamedByTheRankWaitingOnIt) {
   const std::filesystem::path cell = test::scratch_dir();
   const DumpDirectory dumps(cell);
   test::HangReports hangs;
-  test::RanksOptions options;
-  options.watchdog_seconds = 0.3;
-  options.dump_grace_seconds = 4;
-  options.on_hang = hangs.handler();
+  const test::RanksOptions options = hangs.watched(0.3, 4);
   run_ranks(
       4,
       [](comm::HostCommunicator& comm) {
