@@ -81,11 +81,14 @@ MeasuredCell measure(const runs::PlannedCell& cell, std::size_t index) {
   m.tokens_per_s = json_number(s, "tokens_per_sec", 0.0);
   m.restricts_vocabulary = s.value("restricts_vocabulary", false);
   const nlohmann::json& b = s["step_breakdown"];
-  m.compute_s = json_number(b, "compute_s", 0.0), m.backward_s = json_number(b, "backward_s", 0.0),
+  m.compute_s = json_number(b, "compute_s", 0.0);
+  m.backward_s = json_number(b, "backward_s", 0.0);
   m.update_s = json_number(b, "update_s", 0.0);
   m.fixed_s = json_number(b, "data_s", 0.0) + json_number(b, "other_s", 0.0) + json_number(b, "unaccounted_s", 0.0);
-  if (s.contains("comm"))
-    m.calls = json_number(s["comm"], "calls", 0.0), m.overlap = json_number(s["comm"], "overlap", 0.0);
+  if (s.contains("comm")) {
+    m.calls = json_number(s["comm"], "calls", 0.0);
+    m.overlap = json_number(s["comm"], "overlap", 0.0);
+  }
   for (const char* key : {"bytes_sent_per_step_by_rank", "bytes_received_per_step_by_rank"})
     if (s.contains(key) && s[key].is_array())
       for (const auto& v : s[key])
