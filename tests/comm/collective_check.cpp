@@ -13,6 +13,8 @@
 //   collective_check hang RANK     RANK never joins an allreduce: the others' watchdog must end the job
 //   collective_check hang-async RANK   the same, the others waiting for an async allreduce
 //   collective_check stop RANK     RANK stops itself (SIGSTOP) before the allreduce: it cannot answer
+//   collective_check ring-stop RANK   the same, the allreduce through the ring algorithm: the ranks waiting
+//                                  point at the peers they wait on
 //   collective_check skip RANK     RANK skips the allreduce and goes on to the barrier
 //   collective_check size RANK     RANK allreduces 1000 elements where the others allreduce 1024
 //   collective_check groups        sub-communicators (check_groups.cpp; 4 ranks, GRADSWEEP_RANKS_PER_NODE=2)
@@ -113,13 +115,14 @@ int main(int argc, char** argv) {
     }
   }
   if (argc > 3) comm::forensics::set_directory(argv[3], comm->rank());
+  const bool ring = mode == "ring-stop";
   try {
     sdk::check(comm->barrier());
     torch::Tensor t = torch::ones({1024});
     const bool misbehaves = comm->rank() == failing;
     if (misbehaves) {
       if (mode == "throw") throw std::runtime_error("deliberate failure on rank " + std::to_string(failing));
-      if (mode == "stop") std::raise(SIGSTOP);
+      if (mode == "stop" || ring) std::raise(SIGSTOP);
       if (mode == "hang" || mode == "hang-async") std::this_thread::sleep_for(std::chrono::seconds(60));
       if (mode == "size") t = torch::ones({1000});
     }
@@ -129,6 +132,8 @@ int main(int argc, char** argv) {
       std::unique_ptr<sdk::Request> request;
       sdk::check(comm->allreduce_async(t, sdk::ReduceOp::Sum, &request));
       sdk::check(request->wait());
+    } else if (ring) {
+      sdk::check(sdk::collective::with_algorithm(*comm, sdk::Algorithm::Ring).allreduce(t, sdk::ReduceOp::Sum));
     } else {
       sdk::check(comm->allreduce(t, sdk::ReduceOp::Sum));
     }

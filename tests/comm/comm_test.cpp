@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <regex>
 
@@ -211,6 +212,26 @@ TEST(Forensics, StoppedRankIsNamedFromTheDumpsOfTheOthers) {
   EXPECT_EQ(dump["entries"].front()["state"], "done");
   EXPECT_EQ(nlohmann::json::parse(test::read_text(dumps / "verdict.json"))["summary"],
             "rank 1 did not finish allreduce #2");
+}
+
+// Issue 27's cut node, on the MPI ring: rank 1 stops before a ring allreduce of 4 ranks. Its neighbours
+// wait on it (rank 2 to receive from it, rank 0 to send to it) and rank 3 waits on rank 2; the verdict
+// must blame the rank they lead back to, not its neighbours.
+TEST(Forensics, StoppedRankInARingIsTheOneItsNeighbourWaitsOn) {
+  const auto [run, dumps] = misbehave(4, "ring-stop 1");
+  const auto& r = run.result;
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_LT(run.seconds, 30.0) << r.output;
+  EXPECT_NE(r.output.find("hang: rank 1 did not finish ring allreduce #2: rank 1 did not answer"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 2 waits on rank 1"), std::string::npos) << r.output;
+  ASSERT_TRUE(fs::exists(dumps / "rank-2.json")) << r.output;
+  const auto dump = nlohmann::json::parse(test::read_text(dumps / "rank-2.json"));
+  const auto waits = dump.value("waiting_on", std::vector<int>{});
+  EXPECT_NE(std::find(waits.begin(), waits.end(), 1), waits.end()) << dump.dump(2);
+  EXPECT_EQ(dump["waiting_in"]["seq"], 2);
+  EXPECT_EQ(nlohmann::json::parse(test::read_text(dumps / "verdict.json"))["summary"],
+            "rank 1 did not finish ring allreduce #2");
 }
 
 TEST(Forensics, RankStuckOutsideCollectivesAnswersAndIsNamed) {
