@@ -15,6 +15,7 @@
 #include "cli/trace_command.hpp"
 #include "cli/train_command.hpp"
 
+#include "device/torch_cuda.hpp"
 #include "plugins/plugin_registry.hpp"
 
 #include <gradsweep/sdk/abi.hpp>
@@ -28,13 +29,23 @@
 #endif
 
 int main(int argc, char** argv) {
+  // First, before anything asks LibTorch whether there is CUDA (host/device/torch_cuda.hpp).
+  try {
+    gradsweep::device::load_torch_cuda();
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 2;
+  }
   // Named, not after argv[0]: its usage lines (and docs/reference/cli.md) read the same however it is called.
   CLI::App app{"gradsweep: which way of sharing gradients trains my model fastest?", "gradsweep"};
-  // "gradsweep 0.1.0 (SDK ABI 1.4; torch 2.15, cxx11-abi 1, gcc 12.2.0, cuda 13.0, nccl 2.30.7)"
-  app.set_version_flag("--version", std::string("gradsweep ") + GRADSWEEP_VERSION + " (SDK ABI " +
-                                        std::to_string(gradsweep::sdk::kAbiMajor) + "." +
-                                        std::to_string(gradsweep::sdk::kAbiMinor) + "; " +
-                                        gradsweep::plugins::describe(gradsweep::sdk::detail::this_build()) + ")");
+  // "gradsweep 0.1.0 (SDK ABI 1.4; torch 2.15, cxx11-abi 1, gcc 12.2.0, cuda 13.0, nccl 2.30.7)", then
+  // whether this process loaded LibTorch's CUDA half: "LibTorch CUDA not loaded: no NVIDIA driver ...".
+  app.set_version_flag("--version", [] {
+    return std::string("gradsweep ") + GRADSWEEP_VERSION + " (SDK ABI " + std::to_string(gradsweep::sdk::kAbiMajor) +
+           "." + std::to_string(gradsweep::sdk::kAbiMinor) + "; " +
+           gradsweep::plugins::describe(gradsweep::sdk::detail::this_build()) + ")\n" +
+           gradsweep::device::describe_torch_cuda();
+  });
   app.require_subcommand(1);
   gradsweep::cli::register_train_command(app);
   gradsweep::cli::register_plugins_command(app);

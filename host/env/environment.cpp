@@ -16,6 +16,10 @@ const std::vector<Variable> kRegistry{
      "a number of seconds (0 turns the watchdog off)", true, false},
     {"GRADSWEEP_CHECK_COLLECTIVES", "`0`, `1` (`false`, `true`)", "unset: `runtime.check_collectives`",
      "check before each collective that every rank issues the same call", "0 or 1", true, false},
+    {"GRADSWEEP_TORCH_CUDA", "`0`, `1` (`false`, `true`)", "unset: loaded where there is an NVIDIA driver",
+     "load LibTorch's CUDA half (libtorch_cuda.so) when the process starts: 1 always, 0 never "
+     "(docs/howto/gpu-cluster.md)",
+     "0 or 1", true, true},
     {"GRADSWEEP_PLUGIN_PATH", "directories separated by `:`", "unset",
      "plugin directories, searched after `plugins.paths` and before the built-in ones", "", true, true},
     {"GRADSWEEP_LOG_LEVEL", "`trace`, `debug`, `info`, `warn`, `error`, `critical`, `off`", "`info`",

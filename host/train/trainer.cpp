@@ -1,6 +1,7 @@
 #include "train/trainer.hpp"
 
 #include "comm/fault_injection.hpp"
+#include "device/torch_cuda.hpp"
 #include "config/option_schema.hpp"
 #include "data/batch_loader.hpp"
 #include "data/split_facts.hpp"
@@ -130,7 +131,8 @@ int prepare_rank(const config::CellConfig& config, comm::HostCommunicator& comm,
   spdlog::info("rank {} of {} is process {}", comm.rank(), comm.size(), static_cast<long>(::getpid()));
   if (device.is_cuda() && !torch::cuda::is_available())
     throw config::ConfigError({config.file + ": runtime.device: '" + config.device +
-                               "' asked for, but this LibTorch build or machine has no CUDA device"});
+                               "' asked for, but this LibTorch build or machine has no CUDA device (" +
+                               device::describe_torch_cuda() + ")"});
   if (device.is_cuda()) {
     // "high" lets cuBLAS use TF32 for float32 products; "highest" keeps full float32.
     at::globalContext().setFloat32MatmulPrecision(config.tf32 ? "high" : "highest");

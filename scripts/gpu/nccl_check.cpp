@@ -7,6 +7,7 @@
 // sum, max and min over ranks are known without talking to anyone. Prints one FAIL line per mismatch and
 // "nccl_check: PASS, N checks on rank r of n"; exits 1 on any failure.
 #include "comm/communicator_nccl.hpp"
+#include "device/torch_cuda.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -162,6 +163,7 @@ void report_bandwidth(HostCommunicator& comm, const torch::Device& gpu) {
 }  // namespace
 
 int main() {
+  gradsweep::device::load_torch_cuda();  // before anything asks LibTorch about CUDA
   try {
     auto comm = gradsweep::comm::make_nccl_communicator(-1);
     const torch::Device gpu(torch::kCUDA,

@@ -3,11 +3,13 @@
 #include "experiment_test_support.hpp"
 #include "short_shard.hpp"
 
+#include "device/torch_cuda.hpp"
 #include "runs/cell_status.hpp"
 #include "experiment/run_lock.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
 #include <torch/cuda.h>
 
 #include <fcntl.h>
@@ -243,6 +245,7 @@ TEST(SweepExitCodes, NonZeroWhileACellIsFailedAlsoWhenLeftAlone) {
 // The local launcher runs every cell here: a GPU cell on a machine without one is refused before the CPU
 // cells before it have run.
 TEST(SweepGpuCells, AreRefusedBeforeAnyCellStartsOnAMachineWithoutAGpu) {
+  device::load_torch_cuda();  // as gradsweep does, before asking LibTorch
   if (torch::cuda::is_available()) GTEST_SKIP() << "this machine has a CUDA device";
   const fs::path dir = test::scratch_dir();
   test::write_text(dir / "exp.yaml", test::tiny_experiment("launcher: {threads: 1}\ninclude:\n  - {train.lr: 1e-3}\n"
