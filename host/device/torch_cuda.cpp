@@ -8,17 +8,14 @@
 #include <dlfcn.h>
 
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <system_error>
 
 namespace gradsweep::device {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool has_nvidia_driver() {
-  std::error_code ec;
-  return fs::exists("/dev/nvidiactl", ec) || fs::exists("/proc/driver/nvidia/version", ec);
-}
 
 // The directory of the libtorch_cpu.so this process runs (the one that holds at::globalContext), so that
 // the CUDA half comes from the same LibTorch whatever the run path says.
@@ -46,6 +43,11 @@ TorchCuda load() {
 }
 
 }  // namespace
+
+bool has_nvidia_driver() {
+  std::error_code ec;
+  return fs::exists("/dev/nvidiactl", ec) || fs::exists("/proc/driver/nvidia/version", ec);
+}
 
 const TorchCuda& load_torch_cuda() {
   static const TorchCuda once = load();  // thread-safe, once per process

@@ -15,6 +15,10 @@ struct TorchCuda {
   std::string detail;  // loaded: the library's path; not loaded: why
 };
 
+// Whether this machine has an NVIDIA driver (/dev/nvidiactl or /proc/driver/nvidia): what decides when
+// GRADSWEEP_TORCH_CUDA is unset.
+bool has_nvidia_driver();
+
 // Loads libtorch_cuda.so from the directory of the libtorch_cpu.so this process uses, when the machine
 // has an NVIDIA driver (/dev/nvidiactl or /proc/driver/nvidia) or GRADSWEEP_TORCH_CUDA=1; never with
 // GRADSWEEP_TORCH_CUDA=0. The first call decides; later calls return its answer. A library that is there

@@ -1,6 +1,7 @@
 // LibTorch's CUDA half is loaded at start where a GPU may be used, and only there (host/device/torch_cuda.hpp):
 // nothing gradsweep ships links it, GRADSWEEP_TORCH_CUDA decides when set, the machine's driver when not,
 // and a load really registers LibTorch's CUDA hooks.
+#include "device/torch_cuda.hpp"
 #include "support/test_support.hpp"
 #include "tiny_cell.hpp"
 
@@ -18,8 +19,6 @@ namespace fs = std::filesystem;
 std::string version(const std::string& env) {
   return test::run_command(env + " " + test::gradsweep_command("--version")).output;
 }
-
-bool has_nvidia_driver() { return fs::exists("/dev/nvidiactl") || fs::exists("/proc/driver/nvidia/version"); }
 
 // The binary and every built plugin: a target that links `torch` instead of gradsweep_torch brings
 // libtorch_cuda.so back into every process, and fails this.
@@ -40,7 +39,7 @@ TEST(TorchCuda, TheVariableDecidesAndTheDriverWhenUnset) {
   EXPECT_NE(version("GRADSWEEP_TORCH_CUDA=0").find("LibTorch CUDA not loaded: GRADSWEEP_TORCH_CUDA=0"),
             std::string::npos);
   const std::string unset = version("env -u GRADSWEEP_TORCH_CUDA");
-  if (has_nvidia_driver())
+  if (device::has_nvidia_driver())
     EXPECT_NE(unset.find("LibTorch CUDA loaded (CUDA runtime "), std::string::npos) << unset;
   else
     EXPECT_NE(unset.find("LibTorch CUDA not loaded: no NVIDIA driver (/dev/nvidiactl)"), std::string::npos) << unset;
@@ -67,7 +66,7 @@ TEST(TorchCuda, ALoadRegistersLibTorchsCudaHooksAndCpuTrainingGoesOn) {
 
 // A cell that asks for a GPU where there is none says what this process found.
 TEST(TorchCuda, ACudaCellWithoutAGpuSaysWhy) {
-  if (has_nvidia_driver()) GTEST_SKIP() << "this machine has an NVIDIA driver";
+  if (device::has_nvidia_driver()) GTEST_SKIP() << "this machine has an NVIDIA driver";
   const fs::path dir = test::scratch_dir();
   const fs::path cell = test::write_tiny_cell(dir, 2);
   const auto r = test::run_command(
