@@ -74,10 +74,10 @@ runs::CellResize make_resize(const runs::PlannedCell& from, const runs::PlannedC
   return {from.nodes, to.nodes, lost, why, runs::utc_now_iso8601()};
 }
 
-nlohmann::json elastic_record(const runs::PlannedCell& planned, int nodes_at_end,
+nlohmann::json elastic_record(int min_nodes, int planned_nodes, int nodes_at_end,
                               const std::vector<runs::CellResize>& resizes, bool with_changes) {
-  nlohmann::json j{{"min_nodes", planned.elastic_min_nodes},
-                   {"planned_nodes", planned.nodes},
+  nlohmann::json j{{"min_nodes", min_nodes},
+                   {"planned_nodes", planned_nodes},
                    {"nodes", nodes_at_end},
                    {"resized", runs::resize_history(resizes)}};
   if (!with_changes) return j;
@@ -85,14 +85,15 @@ nlohmann::json elastic_record(const runs::PlannedCell& planned, int nodes_at_end
   return j;
 }
 
-void annotate_elastic_summary(const fs::path& cell_dir, const runs::PlannedCell& planned, int nodes_at_end,
-                              const std::vector<runs::CellResize>& resizes) {
+void annotate_elastic_summary(const fs::path& cell_dir, const nlohmann::json& record) {
   const fs::path file = cell_dir / "summary.json";
   std::ifstream in(file);
   if (!in) return;
   nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
   if (!summary.is_object()) return;
-  summary["elastic"] = elastic_record(planned, nodes_at_end, resizes, false);
+  nlohmann::json scalars = record;
+  for (const char* changes : {"resizes", "node_list"}) scalars.erase(changes);
+  summary["elastic"] = std::move(scalars);
   util::write_file_atomically(file, summary.dump(2) + "\n");
 }
 

@@ -50,12 +50,15 @@ runs::CellResize make_resize(const runs::PlannedCell& from, const runs::PlannedC
 
 // What an elastic cell records: {"min_nodes", "planned_nodes", "nodes" (at its end), "resized" (resize_history(),
 // "" when it never changed size)}, and with `with_changes` "resizes": each change as status.json has it.
-nlohmann::json elastic_record(const runs::PlannedCell& planned, int nodes_at_end,
+nlohmann::json elastic_record(int min_nodes, int planned_nodes, int nodes_at_end,
                               const std::vector<runs::CellResize>& resizes, bool with_changes);
+inline nlohmann::json elastic_record(const runs::PlannedCell& planned, int nodes_at_end,
+                                     const std::vector<runs::CellResize>& resizes, bool with_changes) {
+  return elastic_record(planned.elastic_min_nodes, planned.nodes, nodes_at_end, resizes, with_changes);
+}
 
-// summary.json's "elastic": elastic_record() without the changes, whose scalars become results.csv columns
-// (elastic.nodes, elastic.resized). Nothing without a summary.json.
-void annotate_elastic_summary(const std::filesystem::path& cell_dir, const runs::PlannedCell& planned, int nodes_at_end,
-                              const std::vector<runs::CellResize>& resizes);
+// summary.json's "elastic": `record` (elastic_record()'s) without the changes, whose scalars become results.csv
+// columns (elastic.nodes, elastic.resized). Nothing without a summary.json.
+void annotate_elastic_summary(const std::filesystem::path& cell_dir, const nlohmann::json& record);
 
 }  // namespace gradsweep::experiment

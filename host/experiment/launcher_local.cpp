@@ -292,8 +292,8 @@ runs::CellStatus run_cell(const runs::PlannedCell& planned, const LaunchOptions&
   }
   if (!attempt.cluster.is_null()) extra["cluster"] = attempt.cluster;
   if (planned.elastic_min_nodes > 0) {
-    annotate_elastic_summary(cell.dir, planned, cell.nodes, running.resizes);
     extra["elastic"] = elastic_record(planned, cell.nodes, running.resizes, true);
+    annotate_elastic_summary(cell.dir, extra["elastic"]);
   }
   runs::CellStatus status = attempt.status;
   interrupted = interrupted || status.state == runs::CellState::Interrupted;

@@ -86,9 +86,7 @@ CellStatus read_cell_status(const fs::path& cell_dir) {
     status.launcher = j.value("launcher", "");
     status.job = j.value("job", "");
     status.updated = j.value("updated", "");
-    for (const nlohmann::json& r : j.value("resizes", nlohmann::json::array()))
-      status.resizes.push_back({r.value("from_nodes", 0), r.value("to_nodes", 0),
-                                r.value("lost_nodes", std::vector<int>{}), r.value("why", ""), r.value("at", "")});
+    status.resizes = resizes_from_json(j.value("resizes", nlohmann::json::array()));
   } catch (const std::exception& e) {
     status = CellStatus{};
     status.state = CellState::Failed;
@@ -127,6 +125,15 @@ void write_cell_status(const fs::path& cell_dir, CellStatus status) {
                    {"updated", status.updated}};
   if (!status.resizes.empty()) j["resizes"] = resizes_json(status.resizes);
   util::write_file_atomically(cell_dir / kStatusFile, j.dump(2) + "\n");
+}
+
+std::vector<CellResize> resizes_from_json(const nlohmann::json& list) {
+  std::vector<CellResize> resizes;
+  if (!list.is_array()) return resizes;
+  for (const nlohmann::json& r : list)
+    resizes.push_back({r.value("from_nodes", 0), r.value("to_nodes", 0), r.value("lost_nodes", std::vector<int>{}),
+                       r.value("why", ""), r.value("at", "")});
+  return resizes;
 }
 
 nlohmann::json resizes_json(const std::vector<CellResize>& resizes) {

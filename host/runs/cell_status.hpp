@@ -52,6 +52,8 @@ struct CellStatus {
 
 // The changes as status.json (and provenance.json's "elastic") lists them.
 nlohmann::json resizes_json(const std::vector<CellResize>& resizes);
+// The changes read back from such a list (an empty one for anything that is not a list).
+std::vector<CellResize> resizes_from_json(const nlohmann::json& list);
 
 // "4->3 nodes": the node counts an elastic cell went through; "" when it never changed size.
 std::string resize_history(const std::vector<CellResize>& resizes);

@@ -1,11 +1,14 @@
 // Slurm across emulated nodes (slurm_multinode_cluster.hpp): srun --mpi=pmix jobs spanning 2 and 4 nodes,
 // each task in its own node's namespace and MPI's traffic over the nodes' links; `gradsweep run --launcher
-// slurm` with cells of 2 nodes x 1 rank, one run to the end and one requeued, cancelled and resumed; a test
-// process interrupted while its cluster runs a job leaves nothing behind.
+// slurm` with cells of 2 nodes x 1 rank, one run to the end and one requeued, cancelled and resumed; an elastic
+// cell of 4 nodes that loses one and finishes on 3; a test process interrupted while its cluster runs a job
+// leaves nothing behind.
 #include "support/skip_rule.hpp"
 #include "experiment/slurm_daemons.hpp"
 #include "experiment/slurm_multinode_cluster.hpp"
 #include "support/test_support.hpp"
+
+#include "runs/cell_status.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -15,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -152,6 +156,27 @@ TEST(SlurmMultinode, SweepCellOfTwoNodesRunsToOkWithARankOnEachNode) {
   for (int i = 0; i < 2; ++i) EXPECT_GE(c.bytes_sent_by(i) - sent_before[i], sent_per_rank) << c.node(i);
 }
 
+// `gradsweep run` following its arrays on a thread of its own. Whatever fails in the test, the follower ends
+// before the test does: the destructor cancels the jobs first.
+class SweepInBackground {
+ public:
+  explicit SweepInBackground(const std::string& command)
+      : thread_([this, command] { result_ = run_command(command); }) {}
+  ~SweepInBackground() {
+    if (!thread_.joinable()) return;
+    run_command("scancel --user=root");
+    thread_.join();
+  }
+  CommandResult join() {
+    thread_.join();
+    return result_;
+  }
+
+ private:
+  CommandResult result_;
+  std::thread thread_;
+};
+
 // Waits until the cell has written `steps` metrics lines while running; returns its Slurm job ("" if not).
 std::string wait_for_progress(const fs::path& cell_dir_parent, std::size_t steps, fs::path* cell) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -215,18 +240,7 @@ TEST(SlurmMultinode, RequeuedThenCancelledTwoNodeCellResumesEachTimeAndLeavesNot
   const fs::path dir = scratch_dir();
   const fs::path out = dir / "out";
   const fs::path sweep = write_two_node_sweep(dir, 150);
-  CommandResult first;
-  std::thread follower([&] { first = run_command(run_sweep(sweep, out, 240)); });
-  // Whatever fails below, the follower must end before the test does.
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) {
-        run_command("scancel --user=root");
-        t.join();
-      }
-    }
-  } join{follower};
+  SweepInBackground follower(run_sweep(sweep, out, 240));
   fs::path cell;
   const std::string job = wait_for_progress(out, 8, &cell);
   ASSERT_FALSE(job.empty()) << "the cell did not start training: " << c.logs();
@@ -240,7 +254,7 @@ TEST(SlurmMultinode, RequeuedThenCancelledTwoNodeCellResumesEachTimeAndLeavesNot
       << read_text(cell / "launcher.log");
 
   ASSERT_EQ(run_command("scancel " + job).exit_code, 0);
-  follower.join();
+  const CommandResult first = follower.join();
   EXPECT_NE(first.exit_code, 0) << first.output;
   const nlohmann::json status = nlohmann::json::parse(read_text(cell / "status.json"));
   EXPECT_EQ(status.value("state", ""), "interrupted") << status.dump() << "\n" << first.output;
@@ -262,6 +276,100 @@ TEST(SlurmMultinode, RequeuedThenCancelledTwoNodeCellResumesEachTimeAndLeavesNot
   EXPECT_TRUE(both_ranks_resumed(cell, 2)) << read_text(cell / "rank-0.log") << read_text(cell / "rank-1.log");
   expect_ranks_on_two_nodes(cell);
   EXPECT_EQ(job_nodes(cell), "gsc-" + c.spec().name + "-n[0-1]");
+}
+
+// Two elastic ring cells of 4 nodes x 1 rank that may go on with 3, one after the other (max_concurrent: 1); they
+// differ only in how often they checkpoint, so the first is the uninterrupted reference of the second. 12
+// sequences a step split over 4 and over 3 ranks alike.
+fs::path write_elastic_sweep(const fs::path& dir) {
+  const fs::path corpus = byte_corpus();
+  write_text(dir / "sweep.yaml",
+             "name: slurm-elastic\n"
+             "model: {name: gpt2, preset: gpt2-tiny, vocab_size: 257, block_size: 32}\n"
+             "strategy: {name: ring}\n"
+             "data: {train: " +
+                 (corpus / "train.bin").string() + ", val: " + (corpus / "val.bin").string() +
+                 "}\n"
+                 "train: {steps: 300, batch_size: 12, seq_len: 16, lr: 1e-3}\n"
+                 "eval: {batches: 2}\n"
+                 "metrics: {peak_flops: 1e10}\n"
+                 "launcher: {nodes: 4, ranks_per_node: 1, threads: 1, elastic: {min_nodes: 3},\n"
+                 "           slurm: {time: '00:10:00', max_concurrent: 1}}\n"
+                 "matrix: {checkpoint.every: [10, 12]}\n");
+  return dir / "sweep.yaml";
+}
+
+// The cell that array task 1 runs, once it is running with a checkpoint to resume from and has not finished.
+fs::path second_cell_running(const fs::path& out) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out / "cells", ec)) {
+    const std::string status = read_text(e.path() / "status.json");
+    if (std::regex_search(status, std::regex("\"job\": \"[0-9]+_1\"")) &&
+        status.find("\"running\"") != std::string::npos && fs::exists(e.path() / "checkpoint") &&
+        !fs::exists(e.path() / "summary.json"))
+      return e.path();
+  }
+  return {};
+}
+
+// An elastic cell under Slurm (experiment/slurm/elastic_runs.hpp) loses node 3 for good mid-run: every process
+// in the node is killed, its slurmd with them, and Slurm marks it down (what slurmctld does once the node stops
+// answering, SlurmdTimeout). Slurm requeues the task (--requeue) and, since the array asks for 3-4 nodes, starts
+// it again on the three left; `gradsweep train` resumes the checkpoint at 3 ranks and the cell ends ok with the
+// loss of the uninterrupted cell. The change of size is in status.json, provenance.json, summary.json and
+// results.csv.
+TEST(SlurmMultinode, ElasticCellThatLosesANodeIsRequeuedOnTheThreeLeftAndFinishes) {
+  GRADSWEEP_REQUIRE_SLURM_NODES(4);
+  SlurmMultinodeCluster& c = *slurm_multinode_cluster(4);
+  const fs::path dir = scratch_dir();
+  const fs::path out = dir / "out";
+  const fs::path sweep = write_elastic_sweep(dir);
+  SweepInBackground follower(run_sweep(sweep, out, 420));
+
+  fs::path cell;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while ((cell = second_cell_running(out)).empty() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_FALSE(cell.empty()) << "the second cell did not start training: " << c.logs();
+  const std::string job = nlohmann::json::parse(read_text(cell / "status.json")).value("job", "");
+  EXPECT_EQ(job_nodes(cell), "gsc-" + c.spec().name + "-n[0-3]") << "an elastic array first gets all its nodes";
+
+  const std::time_t lost_at = std::time(nullptr);
+  EXPECT_GT(processes_besides_slurmd(c, 3), 0) << "no rank on node 3";
+  run_command("ip netns pids " + c.node(3) + " | xargs -r kill -9");
+  ASSERT_EQ(run_command("scontrol update NodeName=" + c.node(3) + " State=DOWN Reason=lost-in-test").exit_code, 0);
+  release_requeued(job, lost_at);
+  const CommandResult sweep_run = follower.join();
+  ASSERT_EQ(sweep_run.exit_code, 0) << sweep_run.output << read_text(cell / "launcher.log") << c.logs();
+  EXPECT_EQ(job_nodes(cell), "gsc-" + c.spec().name + "-n[0-2]");
+
+  const runs::CellStatus status = runs::read_cell_status(cell);
+  EXPECT_EQ(status.state, runs::CellState::Ok) << status.reason;
+  ASSERT_EQ(status.resizes.size(), 1u) << read_text(cell / "status.json");
+  EXPECT_EQ(status.resizes[0].from_nodes, 4);
+  EXPECT_EQ(status.resizes[0].to_nodes, 3);
+  EXPECT_EQ(status.resizes[0].lost_nodes, std::vector<int>{3});
+  EXPECT_NE(status.resizes[0].why.find("(restart 1) was given 3 of 4 nodes (--nodes=3-4); not " + c.node(3)),
+            std::string::npos)
+      << status.resizes[0].why;
+  const nlohmann::json s = nlohmann::json::parse(read_text(cell / "summary.json"));
+  EXPECT_EQ(s["world_size"], 3);
+  EXPECT_EQ(s["resharded"]["from_world_size"], 4) << s.dump();
+  EXPECT_EQ(s["elastic"]["resized"], "4->3 nodes") << s.dump();
+  EXPECT_NE(read_text(cell / "rank-0.log").find("resharded from 4 ranks to 3"), std::string::npos);
+
+  // The other cell ran first, on all four nodes, without a fault: the reference. An exact strategy resharded at
+  // the same global batch continues the uninterrupted run.
+  fs::path reference;
+  for (const auto& e : fs::directory_iterator(out / "cells"))
+    if (e.path() != cell) reference = e.path();
+  const nlohmann::json r = nlohmann::json::parse(read_text(reference / "summary.json"));
+  EXPECT_EQ(r["world_size"], 4);
+  EXPECT_EQ(r["elastic"]["resized"], "") << r.dump();
+  const double loss = s["val_loss"].get<double>(), uninterrupted = r["val_loss"].get<double>();
+  EXPECT_LT(std::abs(loss - uninterrupted) / uninterrupted, 1e-4) << loss << " vs " << uninterrupted;
+  EXPECT_NE(read_text(out / "results.csv").find(",ok,,4->3 nodes,"), std::string::npos)
+      << read_text(out / "results.csv");
 }
 
 // A process that exists and is not a zombie (a killed daemon waits for init to reap it).

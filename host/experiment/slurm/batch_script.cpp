@@ -3,6 +3,7 @@
 #include "experiment/slurm/shell_quote.hpp"
 #include "util/atomic_file.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 #include <stdexcept>
@@ -57,6 +58,14 @@ std::string log_pattern(const BatchArray& array) {
   return sbatch_quoted((array.script_dir / (array.name + "-%A_%a.out")).string(), "output directory");
 }
 
+// --nodes: N, or K-N for an elastic array.
+std::string nodes_range(const BatchArray& a) {
+  if (a.min_nodes < 0 || a.min_nodes > a.nodes)
+    throw std::invalid_argument("launcher.elastic.min_nodes: " + std::to_string(a.min_nodes) +
+                                " is not between 0 and the cell's " + std::to_string(a.nodes) + " node(s)");
+  return a.elastic() ? std::to_string(a.min_nodes) + "-" + std::to_string(a.nodes) : std::to_string(a.nodes);
+}
+
 void check_positive(int value, const char* key) {
   if (value < 1) throw std::invalid_argument(std::string(key) + ": must be at least 1, got " + std::to_string(value));
 }
@@ -102,13 +111,24 @@ if [ "$threads" -gt 0 ]; then
   export OMP_NUM_THREADS="$threads"
 fi
 
+# An elastic cell (min_nodes > 0) asked for min_nodes to nodes nodes: provenance.json records which it was given
+# (a run on fewer than the run before it is a change of size), and srun starts ranks_per_node ranks on each.
+provenance_args=()
+size_args=()
+if [ "$min_nodes" -gt 0 ]; then
+  node_list=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd, -)
+  provenance_args=(--elastic "${min_nodes}/${nodes}" --job "$job" --restart "$restarts" --nodes "$node_list")
+  size_args=(--nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node="$ranks_per_node")
+fi
+
 write_status running -1 "slurm job ${job} on $(hostname -s), restart ${restarts}"
 # provenance.json from this node (its host, CPU, GPU, libraries). Its output goes to Slurm's log of the task,
 # not launcher.log, whose error lines explain a failed cell; a failure here must not fail the cell.
-"$gradsweep" cell-provenance "$cell_dir" --start || echo "gradsweep: could not write ${cell_dir}/provenance.json" >&2
+"$gradsweep" cell-provenance "$cell_dir" --start "${provenance_args[@]}" ||
+  echo "gradsweep: could not write ${cell_dir}/provenance.json" >&2
 echo "=== gradsweep: slurm job ${job} (restart ${restarts}) on $(hostname -s) at $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "${cell_dir}/launcher.log"
 # Any rank that fails ends the step (--kill-on-bad-exit): the others would wait for it in a collective.
-srun --mpi=pmix --kill-on-bad-exit=1 "$gradsweep" train "${cell_dir}/cell.yaml" --out "$cell_dir" "${thread_args[@]}" >> "${cell_dir}/launcher.log" 2>&1
+srun --mpi=pmix --kill-on-bad-exit=1 "${size_args[@]}" "$gradsweep" train "${cell_dir}/cell.yaml" --out "$cell_dir" "${thread_args[@]}" >> "${cell_dir}/launcher.log" 2>&1
 rc=$?
 # The end time before the final status: whoever sees the status (the follower, a test) sees it complete.
 "$gradsweep" cell-provenance "$cell_dir" --end || echo "gradsweep: could not write ${cell_dir}/provenance.json" >&2
@@ -133,7 +153,12 @@ std::string task_command_line(const BatchArray& array, const fs::path& cell_dir)
                                     "--out", cell_dir.string()};
   if (array.threads_per_rank > 0)
     words.insert(words.end(), {"--set", "runtime.threads=" + std::to_string(array.threads_per_rank)});
-  return "srun --mpi=pmix --kill-on-bad-exit=1 " + shell_join(words);
+  // An elastic array's task starts its ranks on the nodes it was given (the script's size_args).
+  const std::string size =
+      array.elastic()
+          ? "--nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks-per-node=" + std::to_string(array.ranks_per_node) + " "
+          : "";
+  return "srun --mpi=pmix --kill-on-bad-exit=1 " + size + shell_join(words);
 }
 
 std::string batch_script_text(const BatchArray& a) {
@@ -154,8 +179,13 @@ std::string batch_script_text(const BatchArray& a) {
       << "# task resumes its cell from the checkpoint.\n"
       << "#SBATCH --job-name=gradsweep-" << a.name << "\n"
       << "#SBATCH --array=" << array_range(a.tasks.size(), s.max_concurrent) << "\n"
-      << "#SBATCH --nodes=" << a.nodes << "\n"
-      << "#SBATCH --ntasks-per-node=" << a.ranks_per_node << "\n";
+      << "#SBATCH --nodes=" << nodes_range(a) << "\n";
+  if (a.elastic())
+    // Not --ntasks-per-node: sbatch would fix the task count at min_nodes x ranks, and with it the job at
+    // min_nodes nodes even when all are free. CPUs per node instead; srun places the ranks.
+    out << "#SBATCH --mincpus=" << a.ranks_per_node * std::max(1, s.cpus_per_task) << "\n";
+  else
+    out << "#SBATCH --ntasks-per-node=" << a.ranks_per_node << "\n";
   if (s.cpus_per_task > 0) out << "#SBATCH --cpus-per-task=" << s.cpus_per_task << "\n";
   if (a.gpus_per_node > 0) out << "#SBATCH --gpus-per-node=" << a.gpus_per_node << "\n";
   if (!a.time_limit.empty()) {
@@ -178,7 +208,10 @@ std::string batch_script_text(const BatchArray& a) {
   for (const std::string& extra : s.extra) out << "#SBATCH " << sbatch_extra_option(extra) << "\n";
   out << "\ngradsweep=" << shell_quote(a.gradsweep_binary.string()) << "\n"
       << "cells_file=" << shell_quote(a.cells_file().string()) << "\n"
-      << "threads=" << a.threads_per_rank << "\n";
+      << "threads=" << a.threads_per_rank << "\n"
+      << "nodes=" << a.nodes << "\n"
+      << "min_nodes=" << (a.elastic() ? a.min_nodes : 0) << "\n"
+      << "ranks_per_node=" << a.ranks_per_node << "\n";
   if (!s.setup.empty()) {
     out << "\n# launcher.slurm.setup, as written in the experiment file: the nodes' environment for the ranks\n";
     for (const std::string& line : s.setup) out << line << "\n";

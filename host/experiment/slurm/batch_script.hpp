@@ -5,7 +5,7 @@
 //   <name>.sbatch   the batch script: #SBATCH options, then a small bash body
 //   <name>.cells    the array's cells, one line per task index: "<cell id>\t<config hash>\t<cell dir>"
 // Array task i reads line i+1 of the cells file, marks the cell running, writes its provenance.json
-// (`gradsweep cell-provenance`, on the compute node), runs
+// (`gradsweep cell-provenance`, on the compute node; an elastic cell's with the nodes this run was given), runs
 //   srun --mpi=pmix <gradsweep> train <cell dir>/cell.yaml --out <cell dir> [--set runtime.threads=N]
 // (appending to the cell's launcher.log), records the end time in provenance.json and writes the cell's
 // status.json from srun's exit code and summary.json. A requeued task runs the same line again, and `gradsweep train`
@@ -33,7 +33,10 @@ struct ArrayTask {
 struct BatchArray {
   std::string name;  // plain token: file names and --job-name=gradsweep-<name>
   int nodes = 1;
-  int ranks_per_node = 1;                  // --ntasks-per-node
+  // launcher.elastic.min_nodes. Between 1 and `nodes` - 1 the array asks for a range, --nodes=min_nodes-nodes
+  // (elastic_runs.hpp); 0 (or `nodes`): exactly `nodes`.
+  int min_nodes = 0;
+  int ranks_per_node = 1;                  // --ntasks-per-node (srun's, in an elastic array)
   int gpus_per_node = 0;                   // 0 = no --gpus-per-node line
   int threads_per_rank = 0;                // 0 = SLURM_CPUS_PER_TASK when set, else `gradsweep train` decides
   std::string time_limit;                  // "" = no --time line (the partition's default)
@@ -44,6 +47,7 @@ struct BatchArray {
 
   std::filesystem::path script_file() const { return script_dir / (name + ".sbatch"); }
   std::filesystem::path cells_file() const { return script_dir / (name + ".cells"); }
+  bool elastic() const { return min_nodes > 0 && min_nodes < nodes; }
 };
 
 // The script's text. Throws std::invalid_argument naming the key for a value that cannot be put in a

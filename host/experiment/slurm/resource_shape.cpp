@@ -14,7 +14,8 @@ std::string shape_key(const runs::PlannedCell& c) {
                     std::to_string(c.threads_per_rank) + '\x1f' + std::to_string(c.gpus_per_node) + '\x1f' +
                     c.time_limit + '\x1f' + s.partition + '\x1f' + s.account + '\x1f' + s.time + '\x1f' + s.qos +
                     '\x1f' + s.constraint + '\x1f' + std::to_string(s.gpus_per_node) + '\x1f' +
-                    std::to_string(s.cpus_per_task) + '\x1f' + std::to_string(s.max_concurrent);
+                    std::to_string(s.cpus_per_task) + '\x1f' + std::to_string(s.max_concurrent) + '\x1f' +
+                    std::to_string(c.elastic_min_nodes);
   for (const auto& e : s.extra) key += '\x1f' + e;
   key += '\x1e';  // the setup lines after a separator of their own: an extra line never reads as one
   for (const auto& line : s.setup) key += '\x1f' + line;
@@ -46,6 +47,7 @@ std::string time_token(const std::string& time) {
 
 std::string shape_name(const runs::PlannedCell& c) {
   std::string name = "n" + std::to_string(c.nodes) + "x" + std::to_string(c.ranks_per_node);
+  if (c.elastic_min_nodes > 0 && c.elastic_min_nodes < c.nodes) name += "-e" + std::to_string(c.elastic_min_nodes);
   const int gpus = c.gpus_per_node > 0 ? c.gpus_per_node : c.slurm.gpus_per_node;
   if (gpus > 0) name += "-g" + std::to_string(gpus);
   const std::string& time = c.time_limit.empty() ? c.slurm.time : c.time_limit;

@@ -3,6 +3,7 @@
 #include "experiment/run_order.hpp"
 
 #include "experiment/slurm/batch_script.hpp"
+#include "experiment/slurm/elastic_runs.hpp"
 #include "experiment/slurm/resource_shape.hpp"
 #include "experiment/slurm/shell_quote.hpp"
 #include "experiment/slurm/slurm_commands.hpp"
@@ -57,6 +58,7 @@ BatchArray make_array(const ShapeGroup& group, const std::string& stamp, const f
   BatchArray a;
   a.name = stamp + "-" + group.name;
   a.nodes = first.nodes;
+  a.min_nodes = first.elastic_min_nodes;
   a.ranks_per_node = first.ranks_per_node;
   a.gpus_per_node = first.gpus_per_node > 0 ? first.gpus_per_node : first.slurm.gpus_per_node;
   a.time_limit = first.time_limit.empty() ? first.slurm.time : first.time_limit;
@@ -266,7 +268,8 @@ class SlurmLauncher final : public Launcher {
         const bool script_wrote =
             written.job == t.job && (written.state == runs::CellState::Ok || written.state == runs::CellState::Failed);
         if (!script_wrote && !record && ++t.polls_unaccounted < kPollsBeforeLost) continue;
-        const runs::CellStatus status = task_outcome(t.cell->dir, t.cell->config_hash, t.job, written, record);
+        runs::CellStatus status = task_outcome(t.cell->dir, t.cell->config_hash, t.job, written, record);
+        status.resizes = recorded_resizes(t.cell->dir);  // an elastic cell's runs on fewer nodes
         runs::write_cell_status(t.cell->dir, status);
         if (!t.started) progress.cell_started(*t.cell);
         progress.cell_finished(*t.cell, status);
