@@ -99,11 +99,16 @@ void write_provenance(const std::filesystem::path& cell_dir, const std::string& 
   util::write_file_atomically(cell_dir / "provenance.json", j.dump(2) + "\n");
 }
 
-std::string recorded_start(const std::filesystem::path& cell_dir) {
+nlohmann::json recorded_provenance(const std::filesystem::path& cell_dir) {
   std::ifstream in(cell_dir / "provenance.json");
-  if (!in) return "";
-  // An unreadable file (a crash mid-write cannot leave one, but a hand edit can) just loses the start.
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!in) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_object() ? j : nullptr;
+}
+
+std::string recorded_start(const std::filesystem::path& cell_dir) {
+  // An unreadable file just loses the start.
+  const nlohmann::json j = recorded_provenance(cell_dir);
   if (!j.is_object() || !j.contains("start") || !j["start"].is_string()) return "";
   return j["start"].get<std::string>();
 }

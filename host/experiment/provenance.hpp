@@ -26,6 +26,10 @@ const nlohmann::json& machine_provenance();
 void write_provenance(const std::filesystem::path& cell_dir, const std::string& start, const std::string& end,
                       const nlohmann::json& load = nullptr, const nlohmann::json& extra = nullptr);
 
+// The cell's provenance.json as written, null when there is none or it cannot be read (a crash mid-write
+// cannot leave one, but a hand edit can).
+nlohmann::json recorded_provenance(const std::filesystem::path& cell_dir);
+
 // The `start` of the cell's provenance.json, "" when there is none. A writer in another process (the Slurm
 // batch script runs `gradsweep cell-provenance DIR --start`, then srun, then `... --end`) keeps no start
 // time of its own: the end call reads it back from the file.

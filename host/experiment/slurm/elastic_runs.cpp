@@ -1,9 +1,9 @@
 #include "experiment/slurm/elastic_runs.hpp"
 
 #include "experiment/elastic_cell.hpp"
+#include "experiment/provenance.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <stdexcept>
 
 namespace gradsweep::experiment::slurm {
@@ -64,9 +64,7 @@ nlohmann::json elastic_record_after(const nlohmann::json& previous, const Elasti
 }
 
 nlohmann::json recorded_elastic(const fs::path& cell_dir) {
-  std::ifstream in(cell_dir / "provenance.json");
-  if (!in) return nullptr;
-  const nlohmann::json provenance = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json provenance = recorded_provenance(cell_dir);
   if (!provenance.is_object() || !provenance.contains("elastic") || !provenance["elastic"].is_object()) return nullptr;
   return provenance["elastic"];
 }
