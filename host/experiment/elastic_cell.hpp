@@ -35,8 +35,9 @@ int resolve_elastic(const YAML::Node& root, int nodes, config::Diagnostics& diag
 // allreduce #12" -> {1, 3}; none for any other failure.
 std::vector<int> culprit_ranks(const std::string& failure);
 
-// The nodes of a cell of `nodes` x `ranks_per_node` that a failure lost: the nodes of its culprit ranks and the
-// `unreachable` ones, sorted and unique.
+// The nodes of a cell of `nodes` x `ranks_per_node` that a failure lost, sorted and unique: the `unreachable`
+// ones and the nodes of its culprit ranks, except a hang's culprits when some node is unreachable (then those
+// on reachable nodes only stalled behind it, or answered the flight recorder late).
 std::vector<int> lost_nodes(const std::string& failure, int nodes, int ranks_per_node,
                             const std::vector<int>& unreachable);
 

@@ -19,9 +19,12 @@ TEST(ElasticCell, TheFailureAndTheLinksNameTheLostNodes) {
   EXPECT_EQ(culprit_ranks("hang: rank 2 did not finish allreduce #12"), std::vector<int>{2});
   EXPECT_TRUE(culprit_ranks("hang: every rank waits in allreduce #12").empty());
   EXPECT_TRUE(culprit_ranks("error").empty());
-  // 2 ranks per node: ranks 1 and 5 are on nodes 0 and 2; node 3's link is down.
-  EXPECT_EQ(lost_nodes("hang: ranks 1,5 did not finish allreduce #12", 4, 2, {3}), (std::vector<int>{0, 2, 3}));
+  // 2 ranks per node: ranks 1 and 5 are on nodes 0 and 2.
+  EXPECT_EQ(lost_nodes("hang: ranks 1,5 did not finish allreduce #12", 4, 2, {}), (std::vector<int>{0, 2}));
+  EXPECT_EQ(lost_nodes("hang: ranks 1,3 did not finish allreduce #12", 4, 1, {3}), std::vector<int>{3})
+      << "rank 1's node is reachable: it answered the flight recorder late, it is not lost";
   EXPECT_EQ(lost_nodes("killed: rank 3 signal 9", 4, 1, {3}), std::vector<int>{3});
+  EXPECT_EQ(lost_nodes("killed: rank 1 signal 9", 4, 1, {3}), (std::vector<int>{1, 3})) << "a killed rank is a fact";
   EXPECT_TRUE(lost_nodes("killed: rank 9 signal 9", 4, 1, {}).empty()) << "a rank outside the cell is no node of it";
 }
 
