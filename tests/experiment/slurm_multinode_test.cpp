@@ -62,7 +62,7 @@ void expect_one_rank_per_node(int nodes) {
   std::vector<std::uint64_t> before;
   for (int i = 0; i < nodes; ++i) before.push_back(c.bytes_sent_by(i));
   const CommandResult bench = run_command(
-      "timeout 120 srun --mpi=pmix -N " + n + " -n " + n + " " + gradsweep_binary().string() +
+      "timeout 120 srun --mpi=pmix --kill-on-bad-exit=1 -N " + n + " -n " + n + " " + gradsweep_binary().string() +
       " bench comm --min-bytes 4MiB --max-bytes 4MiB --iters 3 --warmup 1 --algorithms native --threads 1 2>&1");
   ASSERT_EQ(bench.exit_code, 0) << bench.output << c.logs();
   EXPECT_NE(bench.output.find(n + " ranks (mpi, 1 on this node)"), std::string::npos) << bench.output;
