@@ -1,7 +1,11 @@
 #include "comm/backend_registry.hpp"
 
 #include "comm/backend_features.hpp"
+#include "comm/collective_forensics.hpp"
 #include "comm/communicator_nccl.hpp"
+#include "comm/mpi_runtime.hpp"
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <mutex>
@@ -16,17 +20,30 @@ int cuda_device_index(const std::string& device) {
   return colon == std::string::npos ? -1 : std::stoi(device.substr(colon + 1));
 }
 
+// A hung MPI job ends as MPI jobs end: MPI_Abort with the hang's exit code, which mpirun and srun carry to
+// every rank at once (a rank that only exits leaves the others to their launcher's own timing). The verdict
+// of the ranks' dumps first, then the call that waited, as `gradsweep run` classifies failures from them.
+[[noreturn]] void end_mpi_job_on_hang(const HangReport& report) {
+  if (!report.verdict.empty())
+    spdlog::error("hang: {} (flight recorder dumps in {})", report.verdict, forensics::directory().string());
+  forensics::write_verdict("hang", report.call + " #" + std::to_string(report.seq), "hang: " + report.message());
+  mpi::end_hung_job(report.what + " on rank " + std::to_string(report.rank) + " of " + std::to_string(report.size) +
+                        (report.group.empty() ? "" : " in group " + report.group),
+                    report.waited_seconds, report.limit_seconds, kHangExitCode);
+}
+
 std::vector<BackendEntry> built_in_backends() {
   std::vector<BackendEntry> entries;
   entries.push_back({"local",
                      [](int) { return local_features(); },
                      true,
                      {},
+                     nullptr,
                      [](const BackendOptions&) { return make_local_communicator(); }});
-  entries.push_back({"mpi", mpi_features, true, {.watchdog = true, .recorder = true}, [](const BackendOptions&) {
+  entries.push_back({"mpi", mpi_features, true, {}, end_mpi_job_on_hang, [](const BackendOptions&) {
                        return make_mpi_communicator();
                      }});
-  BackendEntry nccl{"nccl", nccl_features, nccl_built(), {.watchdog = true, .recorder = true}, nullptr};
+  BackendEntry nccl{"nccl", nccl_features, nccl_built(), {.watchdog = true, .recorder = true}, nullptr, nullptr};
 #if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
   nccl.make = [](const BackendOptions& options) { return make_nccl_communicator(cuda_device_index(options.device)); };
 #else
@@ -82,6 +99,7 @@ std::unique_ptr<HostCommunicator> make_communicator(const std::string& name, con
   if (!entry.built || !entry.make) throw std::runtime_error("communicator backend '" + name + "': not in this build");
   StackOptions stack;
   stack.built_in = entry.layers;
+  if (entry.on_hang) stack.on_hang = entry.on_hang;
   return wrap_communicator(entry.make(options), stack);
 }
 

@@ -29,6 +29,8 @@ struct BackendEntry {
   std::function<sdk::CommFeatures(int world)> features;
   bool built = false;    // false: named (so the choice is understood) but not in this build
   BuiltInLayers layers;  // what the stack need not add (comm/communicator_stack.hpp)
+  // How a hang found by the stack's watchdog ends the job; null: end_process_on_hang (exit code 3).
+  HangHandler on_hang;
   // The bare backend; throws std::runtime_error when it cannot start.
   std::function<std::unique_ptr<HostCommunicator>(const BackendOptions&)> make;
 };

@@ -5,17 +5,14 @@
 // Errors come back as codes (MPI_ERRORS_RETURN) and leave as Status messages that name the call, the
 // MPI function and MPI_Error_string's text. Bytes are counted by the ring convention that nccl-tests'
 // bus bandwidth assumes (comm/byte_counting.hpp), whatever algorithm Open MPI picks underneath, so that
-// a strategy's traffic reads the same on every backend. Blocking calls run under a watchdog
-// (comm/collective_timeout.hpp) that ends the job rather than let it hang.
+// a strategy's traffic reads the same on every backend. The watchdog, the flight recorder and the
+// collective check are the stack's layers around it (comm/communicator_stack.hpp), as for every backend.
 #include "comm/mpi_communicator.hpp"
 
-#include "comm/collective_fingerprint.hpp"
-#include "comm/fault_injection.hpp"
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_reduce_ops.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "comm/tensor_memory.hpp"
-#include "comm/watched_call.hpp"
 #include "env/environment.hpp"
 
 #include <spdlog/spdlog.h>
@@ -30,14 +27,6 @@ namespace {
 using mpi::Buffer;
 using mpi::buffer_of;
 using mpi::check_mpi;
-using mpi::describe;
-
-// A rank that waits this long inside one call is taken to be hung (GRADSWEEP_COMM_TIMEOUT overrides).
-constexpr double kDefaultTimeoutSeconds = 600.0;
-// Exit code of a job the watchdog ends (a failing rank's own error ends it with 2, see train_command).
-constexpr int kTimeoutExitCode = 3;
-// How long a rank whose watchdog fired waits for the other ranks' flight-recorder dumps.
-constexpr double kDumpGraceSeconds = 5.0;
 
 MPI_Comm duplicate(MPI_Comm base) {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -52,13 +41,7 @@ long env_positive(const char* name, long fallback) { return env::positive_intege
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(MPI_Comm base, HostCommunicator* parent, const std::string& name)
-    : check_(forensics::check_collectives()),
-      forensics_("mpi"),
-      timeout_(
-          std::chrono::duration<double>(comm_timeout_seconds(kDefaultTimeoutSeconds)),
-          [this](const std::string& what, double waited) { on_timeout(what, waited); },
-          [this] { forensics_.poll_requests(); }) {
+MpiCommunicator::MpiCommunicator(MPI_Comm base, HostCommunicator* parent, const std::string& name) {
   mpi::ensure_initialized();
   if (parent != nullptr) link_to_parent(*parent, name);
   ring_tuning_.segment_bytes = static_cast<std::size_t>(
@@ -71,11 +54,8 @@ MpiCommunicator::MpiCommunicator(MPI_Comm base, HostCommunicator* parent, const 
   comm_ = duplicate(base);
   ring_comm_ = duplicate(base);
   async_comm_ = duplicate(base);
-  check_comm_ = duplicate(base);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
-  forensics_.set_rank(rank_, size_);
-  if (parent != nullptr) forensics_.set_group(name, mpi::job_ranks(comm_));
   // Ranks sharing memory are the ranks on this node: they share its cores (see choose_threads). A group's
   // are its ranks on the node as groups see nodes (GRADSWEEP_RANKS_PER_NODE's fake ones too).
   MPI_Comm node = MPI_COMM_NULL;
@@ -102,7 +82,7 @@ MpiCommunicator::~MpiCommunicator() {
   drain_async();
   split_.reset();
   async_split_.reset();
-  for (MPI_Comm* c : {&comm_, &ring_comm_, &async_comm_, &check_comm_})
+  for (MPI_Comm* c : {&comm_, &ring_comm_, &async_comm_})
     if (*c != MPI_COMM_NULL && mpi::active()) MPI_Comm_free(c);
 }
 
@@ -135,50 +115,11 @@ void MpiCommunicator::check_peer(int peer, const std::string& call, const char* 
                                 std::to_string(size_) + " ranks)");
 }
 
-// Before ending the job, the ranks' flight recorders say who is behind (comm/collective_forensics.hpp).
-// The grace period lets every rank's watchdog thread (which looks once a second) answer.
-void MpiCommunicator::on_timeout(const std::string& what, double waited) {
-  const HangVerdict verdict = forensics_.on_hang(what, kDumpGraceSeconds);
-  if (!verdict.message.empty())
-    spdlog::error("hang: {} (flight recorder dumps in {})", verdict.message, forensics::directory().string());
-  mpi::end_hung_job(what, waited, timeout_.limit_seconds(), kTimeoutExitCode);
-}
-
-CallShape MpiCommunicator::shape(CommOp op, const torch::Tensor& tensor, int reduce, int peer, bool ring) {
-  return call_shape(op, tensor, reduce, peer, ring);
-}
-
-FlightRecorder::Scope MpiCommunicator::record(const CallShape& call) {
-  fault_injection::check_call(rank_, describe(call));
-  if (!check_ || !is_collective(call.op)) return FlightRecorder::Scope(forensics_.recorder(), call);
-  return FlightRecorder::Scope(forensics_.recorder(), call, [&](std::uint64_t seq) { check_same_call(call, seq); });
-}
-
-void MpiCommunicator::check_same_call(const CallShape& call, std::uint64_t seq) {
-  if (!check_) return;
-  const std::lock_guard<std::mutex> lock(check_mutex_);
-  const Fingerprint mine = fingerprint_of(seq, call);
-  std::vector<Fingerprint> all(static_cast<std::size_t>(size_));
-  watched_mpi(timeout_, "the collective check before " + describe(call) + " #" + std::to_string(seq) + where(),
-              "check_collectives", "MPI_Allgather", [&] {
-                return MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, check_comm_);
-              });
-  if (const auto mismatch = first_mismatch(all)) {
-    const std::string message = "collective mismatch (runtime.check_collectives): " + *mismatch;
-    forensics_.dump(message);
-    if (rank_ == 0)
-      forensics::write_verdict("mismatch", std::string(to_string(call.op)) + " #" + std::to_string(seq), message);
-    throw std::runtime_error(message);
-  }
-}
-
 sdk::Status MpiCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
   return counted([&] {
     const Buffer b = buffer_of(tensor, "allreduce", "the");
     const MPI_Op mop = mpi::reduce_op(tensor.scalar_type(), op);
-    const auto recorded = record(shape(CommOp::Allreduce, tensor, static_cast<int>(op)));
-    watched_mpi(timeout_, describe("allreduce", tensor) + where(), "allreduce", "MPI_Allreduce",
-                [&] { return MPI_Allreduce(MPI_IN_PLACE, b.data, b.count, b.type, mop, comm_); });
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, b.data, b.count, b.type, mop, comm_), "allreduce", "MPI_Allreduce");
     return allreduce_traffic(b.bytes, size_);
   });
 }
@@ -189,9 +130,7 @@ sdk::Status MpiCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept
   return counted([&] {
     const Buffer b = buffer_of(tensor, "broadcast", "the");
     check_peer(root, "broadcast", "root");
-    const auto recorded = record(shape(CommOp::Broadcast, tensor, -1, root));
-    watched_mpi(timeout_, describe("broadcast", tensor) + " from rank " + std::to_string(root) + where(), "broadcast",
-                "MPI_Bcast", [&] { return MPI_Bcast(b.data, b.count, b.type, root, comm_); });
+    check_mpi(MPI_Bcast(b.data, b.count, b.type, root, comm_), "broadcast", "MPI_Bcast");
     const int last = (root + size_ - 1) % size_;
     return Traffic{rank_ == last ? 0 : b.bytes, rank_ == root ? 0 : b.bytes, b.bytes};
   });
@@ -235,9 +174,7 @@ sdk::Status MpiCommunicator::allgather(const torch::Tensor& input, torch::Tensor
     buffer_of(input, "allgather", "input");
     const Buffer out = buffer_of(output, "allgather", "output");
     mpi::check_allgather_shapes(input, output, size_, "allgather");
-    const auto recorded = record(shape(CommOp::Allgather, input));
-    watched(timeout_, describe("allgather", input) + " per rank" + where(),
-            [&] { native_allgather(comm_, input, output, "allgather"); });
+    native_allgather(comm_, input, output, "allgather");
     return scatter_gather_traffic(out.bytes, size_);
   });
 }
@@ -248,10 +185,7 @@ sdk::Status MpiCommunicator::reduce_scatter(const torch::Tensor& input, torch::T
     const Buffer in = buffer_of(input, "reduce_scatter", "input");
     buffer_of(output, "reduce_scatter", "output");
     mpi::check_reduce_scatter_shapes(input, output, size_, "reduce_scatter");
-    mpi::reduce_op(input.scalar_type(), op);  // an unknown op fails before the call is recorded
-    const auto recorded = record(shape(CommOp::ReduceScatter, input, static_cast<int>(op)));
-    watched(timeout_, describe("reduce_scatter", input) + where(),
-            [&] { native_reduce_scatter(comm_, input, output, op, "reduce_scatter"); });
+    native_reduce_scatter(comm_, input, output, op, "reduce_scatter");
     return scatter_gather_traffic(in.bytes, size_);
   });
 }
@@ -260,12 +194,7 @@ sdk::Status MpiCommunicator::send(const torch::Tensor& tensor, int dst, int tag)
   return counted([&] {
     const Buffer b = buffer_of(tensor, "send", "the");
     check_point_to_point(dst, tag, "send", "destination");
-    CallShape call = shape(CommOp::Send, tensor, -1, dst);
-    call.tag = tag;
-    const auto recorded = record(call);
-    watched_mpi(timeout_,
-                describe("send", tensor) + " to rank " + std::to_string(dst) + " tag " + std::to_string(tag) + where(),
-                "send", "MPI_Send", [&] { return MPI_Send(b.data, b.count, b.type, dst, tag, comm_); });
+    check_mpi(MPI_Send(b.data, b.count, b.type, dst, tag, comm_), "send", "MPI_Send");
     return Traffic{b.bytes, 0, b.bytes};
   });
 }
@@ -294,14 +223,8 @@ sdk::Status MpiCommunicator::recv(torch::Tensor& tensor, int src, int tag) noexc
   return counted([&] {
     const Buffer b = buffer_of(tensor, "recv", "the");
     check_point_to_point(src, tag, "recv", "source");
-    CallShape call = shape(CommOp::Recv, tensor, -1, src);
-    call.tag = tag;
-    const auto recorded = record(call);
     MPI_Status status;
-    const int rc = watched(
-        timeout_,
-        describe("recv", tensor) + " from rank " + std::to_string(src) + " tag " + std::to_string(tag) + where(),
-        [&] { return MPI_Recv(b.data, b.count, b.type, src, tag, comm_, &status); });
+    const int rc = MPI_Recv(b.data, b.count, b.type, src, tag, comm_, &status);
     check_received(rc, status, b, "recv", "rank " + std::to_string(src), tag);
     return Traffic{0, b.bytes, b.bytes};
   });
@@ -313,14 +236,9 @@ sdk::Status MpiCommunicator::recv_any(torch::Tensor& tensor, int tag, int* sourc
     const Buffer b = buffer_of(tensor, "recv_any", "the");
     check_tag(tag, "recv_any");
     if (size_ == 1) throw std::invalid_argument("recv_any: a one-rank job has no peers");
-    CallShape call = shape(CommOp::RecvAny, tensor);
-    call.tag = tag;
-    const auto recorded = record(call);
     MPI_Status status;
     status.MPI_SOURCE = MPI_ANY_SOURCE;
-    const int rc =
-        watched(timeout_, describe("recv_any", tensor) + " from any rank tag " + std::to_string(tag) + where(),
-                [&] { return MPI_Recv(b.data, b.count, b.type, MPI_ANY_SOURCE, tag, comm_, &status); });
+    const int rc = MPI_Recv(b.data, b.count, b.type, MPI_ANY_SOURCE, tag, comm_, &status);
     const int from = status.MPI_SOURCE;
     const bool known = from >= 0 && from < size_;
     check_received(rc, status, b, "recv_any", known ? "rank " + std::to_string(from) : "a rank", tag);
@@ -331,10 +249,7 @@ sdk::Status MpiCommunicator::recv_any(torch::Tensor& tensor, int tag, int* sourc
 
 sdk::Status MpiCommunicator::barrier() noexcept {
   return counted([&] {
-    CallShape call;
-    call.op = CommOp::Barrier;
-    const auto recorded = record(call);
-    watched_mpi(timeout_, "barrier" + where(), "barrier", "MPI_Barrier", [&] { return MPI_Barrier(comm_); });
+    check_mpi(MPI_Barrier(comm_), "barrier", "MPI_Barrier");
     return Traffic{};
   });
 }

@@ -5,12 +5,11 @@
 //
 // Counting: bytes, S and the call when the operation starts; busy time while it runs on the worker
 // (comm/async_worker.hpp says exactly which interval); blocked time while a caller waits for it.
-#include "comm/fault_injection.hpp"
+#include "comm/async_progress.hpp"
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_reduce_ops.hpp"
 #include "comm/mpi_ring_transport.hpp"
-#include "comm/watched_call.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -20,8 +19,7 @@ namespace gradsweep::comm {
 // One asynchronous operation as the caller sees it. The job holds the tensor until it has run.
 class MpiRequest final : public sdk::Request {
  public:
-  MpiRequest(MpiCommunicator& owner, std::shared_ptr<AsyncWorker::Job> job, std::string what)
-      : owner_(&owner), job_(std::move(job)), what_(std::move(what)) {
+  MpiRequest(MpiCommunicator& owner, std::shared_ptr<AsyncWorker::Job> job) : owner_(&owner), job_(std::move(job)) {
     const std::lock_guard<std::mutex> lock(owner.requests_mutex_);
     owner.requests_.insert(this);
   }
@@ -41,7 +39,7 @@ class MpiRequest final : public sdk::Request {
       return result_;
     }
     const auto t0 = MpiCommunicator::Clock::now();
-    result_ = watched(owner_->timeout_, what_ + owner_->where(), [&] { return job_->wait(); });
+    result_ = job_->wait();
     // Blocked until the operation finished; the moment this thread is scheduled again is not
     // communication (and counting it could make blocked exceed busy for tiny operations).
     const double blocked = std::max(
@@ -57,30 +55,19 @@ class MpiRequest final : public sdk::Request {
  private:
   MpiCommunicator* owner_;
   std::shared_ptr<AsyncWorker::Job> job_;
-  std::string what_;
   sdk::Status result_;
 };
 
-void MpiCommunicator::enqueue_async(const CallShape& issued, std::function<void()> body, const std::string& what,
-                                    std::unique_ptr<sdk::Request>* request) {
-  // Issued now, in the caller's order (and checked against the other ranks here when asked); running
-  // and done as the worker runs it.
-  fault_injection::check_call(rank_, what);
-  const std::uint64_t id = forensics_.recorder().issue(issued, false);
-  try {
-    check_same_call(issued, forensics_.recorder().seq_of(id));
-  } catch (...) {
-    forensics_.recorder().finish(id, false);
-    throw;
-  }
-  auto recorded = [this, id, body = std::move(body)] {
-    forensics_.recorder().start(id);
-    sdk::Status status = sdk::guard(body);
-    forensics_.recorder().finish(id, status.ok);
+void MpiCommunicator::enqueue_async(std::function<void()> body, std::unique_ptr<sdk::Request>* request) {
+  // The recorder layer's entry for this call (if any) is marked as the worker runs it.
+  auto run = [body = std::move(body), progress = AsyncProgress::claim()] {
+    progress.started();
+    const sdk::Status status = sdk::guard(body);
+    progress.finished(status.ok);
     return status;
   };
-  auto job = worker_.submit(std::move(recorded), [this](double busy) { add({}, busy, 0.0, 0); });
-  *request = std::make_unique<MpiRequest>(*this, std::move(job), what);
+  auto job = worker_.submit(std::move(run), [this](double busy) { add({}, busy, 0.0, 0); });
+  *request = std::make_unique<MpiRequest>(*this, std::move(job));
 }
 
 namespace {
@@ -118,8 +105,7 @@ sdk::Status MpiCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch:
         mpi::check_mpi(MPI_Allreduce(MPI_IN_PLACE, b.data, b.count, b.type, mop, async_comm_), call, "MPI_Allreduce");
       };
     }
-    enqueue_async(shape(CommOp::AllreduceAsync, tensor, static_cast<int>(op), -1, ring), std::move(body),
-                  mpi::describe(call, tensor), request);
+    enqueue_async(std::move(body), request);
     return allreduce_traffic(b.bytes, size_);
   });
 }
@@ -139,7 +125,7 @@ sdk::Status MpiCommunicator::reduce_scatter_async_by(sdk::Algorithm algorithm, c
     std::function<void()> body;
     if (ring) {
       body = [this, in_held = input, out_held = output, op, call]() mutable {
-        mpi::RingTransport transport(async_comm_, rank_, size_, call, &forensics_.peer_waits());
+        mpi::RingTransport transport(async_comm_, rank_, size_, call, peer_waits_.get());
         ring::reduce_scatter(transport, in_held, out_held, op, ring_tuning_);
       };
     } else {
@@ -147,8 +133,7 @@ sdk::Status MpiCommunicator::reduce_scatter_async_by(sdk::Algorithm algorithm, c
         native_reduce_scatter(async_comm_, in_held, out_held, op, call);
       };
     }
-    enqueue_async(shape(CommOp::ReduceScatterAsync, input, static_cast<int>(op), -1, ring), std::move(body),
-                  mpi::describe(call, input), request);
+    enqueue_async(std::move(body), request);
     return scatter_gather_traffic(in.bytes, size_);
   });
 }
@@ -166,7 +151,7 @@ sdk::Status MpiCommunicator::allgather_async_by(sdk::Algorithm algorithm, const 
     std::function<void()> body;
     if (ring) {
       body = [this, in_held = input, out_held = output, call]() mutable {
-        mpi::RingTransport transport(async_comm_, rank_, size_, call, &forensics_.peer_waits());
+        mpi::RingTransport transport(async_comm_, rank_, size_, call, peer_waits_.get());
         ring::allgather(transport, in_held, out_held, ring_tuning_);
       };
     } else {
@@ -174,18 +159,15 @@ sdk::Status MpiCommunicator::allgather_async_by(sdk::Algorithm algorithm, const 
         native_allgather(async_comm_, in_held, out_held, call);
       };
     }
-    enqueue_async(shape(CommOp::AllgatherAsync, input, -1, -1, ring), std::move(body),
-                  mpi::describe(call, input) + " per rank", request);
+    enqueue_async(std::move(body), request);
     return scatter_gather_traffic(out.bytes, size_);
   });
 }
 
 void MpiCommunicator::drain_async() {
-  if (const std::size_t pending = worker_.pending(); pending > 0) {
-    watched(timeout_,
-            std::to_string(pending) + " asynchronous operation(s) still running when the communicator closed" + where(),
-            [&] { worker_.drain(); });
-  }
+  // Unwatched, the stack's layers being gone: a job is pending here only when its request outlives the
+  // communicator (a strategy that keeps one past its end), and the job's launcher still ends a rank stuck in it.
+  worker_.drain();
   const std::lock_guard<std::mutex> lock(requests_mutex_);
   for (MpiRequest* r : requests_) r->detach();
   requests_.clear();

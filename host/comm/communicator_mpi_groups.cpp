@@ -1,11 +1,11 @@
 // The MPI backend's sub-communicators (sdk::Group): MPI_Comm_split of the main communicator, each group a
-// full MpiCommunicator of its own (argument checks, flight recorder, watchdog, asynchronous worker, ring
-// and hierarchical views), wrapped in a HostGroup under its name. Its counters add into this
-// communicator's (HostCommunicator::link_to_parent); its dumps and hang verdicts name it.
+// full MpiCommunicator of its own (asynchronous worker, ring and hierarchical views), wrapped in a HostGroup
+// under its name. Its counters add into this communicator's (HostCommunicator::link_to_parent); the stack's
+// layers re-make the group around themselves (comm/communicator_layer.hpp), so its dumps and hang verdicts
+// name it.
 #include "comm/host_group.hpp"
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_communicator.hpp"
-#include "comm/watched_call.hpp"
 
 #include <stdexcept>
 
@@ -33,12 +33,10 @@ sdk::Status MpiCommunicator::split(int color, int key, std::unique_ptr<sdk::Grou
     struct {
       int value, rank;
     } mine{color, rank_}, least{color, rank_};
-    watched_mpi(timeout_, "split" + where(), "split", "MPI_Allreduce",
-                [&] { return MPI_Allreduce(&mine, &least, 1, MPI_2INT, MPI_MINLOC, comm_); });
+    mpi::check_mpi(MPI_Allreduce(&mine, &least, 1, MPI_2INT, MPI_MINLOC, comm_), "split", "MPI_Allreduce");
     if (least.value < 0) throw std::invalid_argument(negative_color_error(least.value, least.rank));
     MPI_Comm part = MPI_COMM_NULL;
-    watched_mpi(timeout_, split_name(color) + where(), "split", "MPI_Comm_split",
-                [&] { return MPI_Comm_split(comm_, color, key, &part); });
+    mpi::check_mpi(MPI_Comm_split(comm_, color, key, &part), "split", "MPI_Comm_split");
     *group = make_group(part, split_name(color));
   });
 }
@@ -63,8 +61,7 @@ sdk::Status MpiCommunicator::group(sdk::GroupKind kind, std::unique_ptr<sdk::Gro
     MPI_Comm_free(&node);
     mpi::check_mpi(rc, call, "MPI_Allreduce");
     MPI_Comm across = MPI_COMM_NULL;
-    watched_mpi(timeout_, call + where(), call, "MPI_Comm_split",
-                [&] { return MPI_Comm_split(comm_, node_rank, leader, &across); });
+    mpi::check_mpi(MPI_Comm_split(comm_, node_rank, leader, &across), call, "MPI_Comm_split");
     *group = make_group(across, name);
   });
 }

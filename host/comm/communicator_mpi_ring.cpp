@@ -1,10 +1,9 @@
 // The MPI backend's ring algorithms (comm/algorithms/, over mpi::RingTransport) and with_algorithm.
-// They take the same tensors, check the same things, count the same bytes and run under the same
-// watchdog as the native calls; only the way the data moves differs.
+// They take the same tensors, check the same things and count the same bytes as the native calls; only
+// the way the data moves differs.
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_ring_transport.hpp"
-#include "comm/watched_call.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -15,7 +14,6 @@ namespace gradsweep::comm {
 namespace {
 
 using mpi::buffer_of;
-using mpi::describe;
 
 void check_op(sdk::ReduceOp op, const std::string& call) {
   if (static_cast<std::uint32_t>(op) > 2)
@@ -49,7 +47,7 @@ Traffic MpiCommunicator::ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sd
                                         const std::string& call) {
   const mpi::Buffer b = buffer_of(tensor, call, "the");
   check_op(op, call);
-  mpi::RingTransport transport(comm, rank_, size_, call, &forensics_.peer_waits());
+  mpi::RingTransport transport(comm, rank_, size_, call, peer_waits_.get());
   ring::allreduce(transport, tensor, op, ring_tuning_);
   return allreduce_traffic(b.bytes, size_);
 }
@@ -71,18 +69,8 @@ Traffic MpiCommunicator::hierarchical_allreduce(const mpi::NodeSplit& split, MPI
 sdk::Status MpiCommunicator::allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
   if (algorithm == sdk::Algorithm::Native) return allreduce(tensor, op);
   if (algorithm == sdk::Algorithm::Hierarchical)
-    return counted([&] {
-      buffer_of(tensor, "hierarchical allreduce", "the");
-      return watched(timeout_, describe("hierarchical allreduce", tensor) + where(),
-                     [&] { return hierarchical_allreduce(*split_, ring_comm_, tensor, op, "hierarchical allreduce"); });
-    });
-  return counted([&] {
-    buffer_of(tensor, "ring allreduce", "the");  // before the watchdog's description reads the tensor
-    check_op(op, "ring allreduce");
-    const auto recorded = record(shape(CommOp::Allreduce, tensor, static_cast<int>(op), -1, true));
-    return watched(timeout_, describe("ring allreduce", tensor) + where(),
-                   [&] { return ring_allreduce(ring_comm_, tensor, op, "ring allreduce"); });
-  });
+    return counted([&] { return hierarchical_allreduce(*split_, ring_comm_, tensor, op, "hierarchical allreduce"); });
+  return counted([&] { return ring_allreduce(ring_comm_, tensor, op, "ring allreduce"); });
 }
 
 sdk::Status MpiCommunicator::allgather_by(sdk::Algorithm algorithm, const torch::Tensor& input,
@@ -92,11 +80,8 @@ sdk::Status MpiCommunicator::allgather_by(sdk::Algorithm algorithm, const torch:
     buffer_of(input, "ring allgather", "input");
     const mpi::Buffer out = buffer_of(output, "ring allgather", "output");
     mpi::check_allgather_shapes(input, output, size_, "ring allgather");
-    const auto recorded = record(shape(CommOp::Allgather, input, -1, -1, true));
-    watched(timeout_, describe("ring allgather", input) + " per rank" + where(), [&] {
-      mpi::RingTransport transport(ring_comm_, rank_, size_, "ring allgather", &forensics_.peer_waits());
-      ring::allgather(transport, input, output, ring_tuning_);
-    });
+    mpi::RingTransport transport(ring_comm_, rank_, size_, "ring allgather", peer_waits_.get());
+    ring::allgather(transport, input, output, ring_tuning_);
     return scatter_gather_traffic(out.bytes, size_);
   });
 }
@@ -109,11 +94,8 @@ sdk::Status MpiCommunicator::reduce_scatter_by(sdk::Algorithm algorithm, const t
     buffer_of(output, "ring reduce_scatter", "output");
     mpi::check_reduce_scatter_shapes(input, output, size_, "ring reduce_scatter");
     check_op(op, "ring reduce_scatter");
-    const auto recorded = record(shape(CommOp::ReduceScatter, input, static_cast<int>(op), -1, true));
-    watched(timeout_, describe("ring reduce_scatter", input) + where(), [&] {
-      mpi::RingTransport transport(ring_comm_, rank_, size_, "ring reduce_scatter", &forensics_.peer_waits());
-      ring::reduce_scatter(transport, input, output, op, ring_tuning_);
-    });
+    mpi::RingTransport transport(ring_comm_, rank_, size_, "ring reduce_scatter", peer_waits_.get());
+    ring::reduce_scatter(transport, input, output, op, ring_tuning_);
     return scatter_gather_traffic(in.bytes, size_);
   });
 }

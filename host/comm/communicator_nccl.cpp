@@ -1,7 +1,7 @@
 // The NCCL backend: every rank of the job, CUDA tensors, one NCCL call per collective. This file: set-up,
 // waiting, the blocking calls; the asynchronous collectives are in communicator_nccl_async.cpp.
 //
-// MPI only bootstraps (rank 0's ncclUniqueId is broadcast over make_mpi_communicator()); the data plane
+// MPI only bootstraps (rank 0's ncclUniqueId is broadcast over make_communicator("mpi")); the data plane
 // is NCCL. Bytes are counted by the ring convention of nccl-tests' bus bandwidth, exactly as the MPI
 // backend counts them (comm/byte_counting.hpp, docs/communicators.md).
 //
@@ -17,6 +17,7 @@
 // recorder (comm/nccl_forensics.hpp) first says which rank did not reach which collective, as on MPI.
 #include "comm/nccl_communicator.hpp"
 
+#include "comm/backend_registry.hpp"
 #include "comm/collective_timeout.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "comm/watched_call.hpp"
@@ -88,7 +89,7 @@ NcclCommunicator::NcclCommunicator(int device_index) : NcclCommunicator(Bare{}) 
                              launcher_rank_suffix());
   std::unique_ptr<HostCommunicator> bootstrap;  // MPI under a launcher: ranks and the id's broadcast
   if (mpi::launched_by_mpi()) {
-    bootstrap = make_mpi_communicator();
+    bootstrap = make_communicator("mpi");  // watched: a rank that never joins the broadcast is a hang
     rank_ = job_rank_ = bootstrap->rank();
     size_ = bootstrap->size();
     local_rank_ = bootstrap->local_rank();

@@ -9,8 +9,8 @@
 //   RecorderCommunicator    each call in the flight recorder; fingerprints (runtime.check_collectives); dumps
 //   the backend             a transport: it moves the data and counts its bytes and time
 //
-// A backend that carries a layer inside it (BuiltInLayers: the MPI and NCCL backends watch their own calls
-// and keep their flight recorders) does not get that layer again, so that nothing is reported twice.
+// A backend that carries a layer inside it (BuiltInLayers: the NCCL backend watches the GPU's work and keeps
+// its own flight recorder) does not get that layer again, so that nothing is reported twice.
 #include "comm/host_communicator.hpp"
 #include "comm/watchdog_communicator.hpp"
 
@@ -20,8 +20,8 @@ namespace gradsweep::comm {
 
 // Which of the stack's layers a backend already carries inside.
 struct BuiltInLayers {
-  bool watchdog = false;  // its own stuck-call watchdog and hang verdict (MPI, NCCL)
-  bool recorder = false;  // its own flight recorder, fingerprint check and dumps (MPI, NCCL)
+  bool watchdog = false;  // its own stuck-call watchdog and hang verdict (NCCL)
+  bool recorder = false;  // its own flight recorder, fingerprint check and dumps (NCCL)
 };
 
 struct StackOptions {

@@ -15,6 +15,7 @@ namespace gradsweep::comm {
 
 class CollectiveForensics;
 class FlightRecorder;
+class PeerWaits;
 
 class HostCommunicator : public sdk::Communicator {
  public:
@@ -46,6 +47,11 @@ class HostCommunicator : public sdk::Communicator {
   // one backend has (the MPI backend's node split, the NCCL backend's device).
   virtual HostCommunicator& transport() { return *this; }
   const HostCommunicator& transport() const { return const_cast<HostCommunicator*>(this)->transport(); }
+  // Where a transport that posts point-to-point requests inside its collectives (the MPI ring) says which
+  // peers it waits on, for the hang verdict: the recording layer above hands in its forensics' list, held
+  // (shared) for as long as the transport may still run a call. Before the first call; ignored by
+  // backends that cannot say.
+  virtual void report_peer_waits_to(std::shared_ptr<PeerWaits> /*waits*/) {}
 
   // A backend without sub-communicators (no kGroups in its features) refuses them by name.
   sdk::Status split(int /*color*/, int /*key*/, std::unique_ptr<sdk::Group>* /*group*/) noexcept override {

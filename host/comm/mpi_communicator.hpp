@@ -9,12 +9,10 @@
 #include "comm/async_worker.hpp"
 #include "comm/backend_features.hpp"
 #include "comm/byte_counting.hpp"
-#include "comm/collective_forensics.hpp"
-#include "comm/collective_timeout.hpp"
-#include "comm/flight_recorder.hpp"
 #include "comm/host_communicator.hpp"
 #include "comm/mpi_node_split.hpp"
 #include "comm/mpi_runtime.hpp"
+#include "comm/peer_waits.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
@@ -48,7 +46,8 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   int local_rank() const noexcept override { return local_rank_; }
   int local_size() const noexcept override { return local_size_; }
   const char* backend() const noexcept override { return "mpi"; }
-  const FlightRecorder* flight_recorder() override { return &forensics_.recorder(); }
+  // The ring transport says which neighbour it waits on.
+  void report_peer_waits_to(std::shared_ptr<PeerWaits> waits) override { peer_waits_ = std::move(waits); }
 
   // Native: one MPI call each, on the main communicator.
   sdk::Status allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;
@@ -114,55 +113,36 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
     if (!mpi::active()) return sdk::Status::Error("group " + group_name() + ": MPI was finalised");
     return sdk::Status::Ok();
   }
-  std::string where() const {
-    return " on rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-           (group_name().empty() ? "" : " in group " + group_name());
-  }
   // The group over the ranks of `split` (a fresh communicator this frees), named `name`.
   std::unique_ptr<sdk::Group> make_group(MPI_Comm split, const std::string& name);
   void check_peer(int peer, const std::string& call, const char* role) const;
   // send/recv: a peer other than this rank and a tag within the library's bound.
   void check_tag(int tag, const std::string& call) const;
   void check_point_to_point(int peer, int tag, const std::string& call, const char* role) const;
-  void on_timeout(const std::string& what, double waited);
-
-  // What a call on `tensor` is, for the flight recorder and the collective check.
-  static CallShape shape(CommOp op, const torch::Tensor& tensor, int reduce = -1, int peer = -1, bool ring = false);
-  // Before a collective: the fingerprint check when runtime.check_collectives asks for it (throws naming
-  // both sides of a mismatch), then the flight recorder's entry, running until the scope ends.
-  FlightRecorder::Scope record(const CallShape& call);
-  void check_same_call(const CallShape& call, std::uint64_t seq);
 
   // The native calls' MPI part on `comm` (comm_ from calling threads, async_comm_ on the worker).
   void native_allgather(MPI_Comm comm, const torch::Tensor& input, torch::Tensor& output, const std::string& call);
   void native_reduce_scatter(MPI_Comm comm, const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op,
                              const std::string& call);
-  // Queues `body` on the worker as the call `issued` (flight recorder, collective check) and hands the
-  // caller its request.
-  void enqueue_async(const CallShape& issued, std::function<void()> body, const std::string& what,
-                     std::unique_ptr<sdk::Request>* request);
+  // Queues `body` on the worker and hands the caller its request.
+  void enqueue_async(std::function<void()> body, std::unique_ptr<sdk::Request>* request);
   // The ring versions, on `comm` (ring_comm_ from calling threads, async_comm_ on the worker).
   Traffic ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op, const std::string& call);
   // Hierarchical on `split` (split_ from calling threads, async_split_ on the worker); the flat ring on
   // `flat` when the nodes are uneven.
   Traffic hierarchical_allreduce(const mpi::NodeSplit& split, MPI_Comm flat, torch::Tensor& tensor, sdk::ReduceOp op,
                                  const std::string& call);
-  // Completes every queued async operation (under the watchdog) and detaches the requests left.
+  // Completes every queued async operation and detaches the requests left.
   void drain_async();
 
   // Three duplicates of MPI_COMM_WORLD, so that traffic of different kinds never matches: comm_ for the
   // native collectives and point-to-point (a strategy's tags are its own), ring_comm_ for ring
   // collectives called by the caller's threads, async_comm_ for whatever the worker runs.
-  // A fourth, check_comm_, carries only the fingerprints of runtime.check_collectives.
-  MPI_Comm comm_ = MPI_COMM_NULL, ring_comm_ = MPI_COMM_NULL, async_comm_ = MPI_COMM_NULL, check_comm_ = MPI_COMM_NULL;
+  MPI_Comm comm_ = MPI_COMM_NULL, ring_comm_ = MPI_COMM_NULL, async_comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   int tag_ub_ = 32767;  // the least MPI guarantees; the constructor asks for the real bound
   ring::Tuning ring_tuning_;
-  bool check_ = false;
-  std::mutex check_mutex_;  // one fingerprint exchange at a time
-  // Before timeout_: the watchdog's thread uses it until it is joined.
-  CollectiveForensics forensics_;
-  CollectiveTimeout timeout_;
+  std::shared_ptr<PeerWaits> peer_waits_;  // the recording layer's (report_peer_waits_to), or null
   std::unique_ptr<AlgorithmView> ring_view_, hierarchical_view_;
   // Node and cross-node communicators for hierarchical allreduce, split from ring_comm_ and async_comm_.
   std::unique_ptr<mpi::NodeSplit> split_, async_split_;

@@ -30,20 +30,6 @@ MPI_Comm split_node(MPI_Comm parent, const std::string& call) {
   return node;
 }
 
-std::vector<int> job_ranks(MPI_Comm comm) {
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  std::vector<int> mine(static_cast<std::size_t>(size)), job(static_cast<std::size_t>(size));
-  for (int r = 0; r < size; ++r) mine[static_cast<std::size_t>(r)] = r;
-  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
-  MPI_Comm_group(comm, &group);
-  MPI_Comm_group(MPI_COMM_WORLD, &world);
-  MPI_Group_translate_ranks(group, size, mine.data(), world, job.data());
-  MPI_Group_free(&group);
-  MPI_Group_free(&world);
-  return job;
-}
-
 NodeSplit::NodeSplit(MPI_Comm parent) {
   int rank = 0;
   MPI_Comm_rank(parent, &rank);

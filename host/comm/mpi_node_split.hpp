@@ -42,7 +42,4 @@ int ranks_per_node_override();
 // rank's. Collective over `parent`; the caller frees the result. Errors name `call`.
 MPI_Comm split_node(MPI_Comm parent, const std::string& call);
 
-// The ranks in the job (MPI_COMM_WORLD) of `comm`'s ranks, in `comm`'s order.
-std::vector<int> job_ranks(MPI_Comm comm);
-
 }  // namespace gradsweep::comm::mpi

@@ -1,5 +1,6 @@
 #include "comm/recorder_communicator.hpp"
 
+#include "comm/async_progress.hpp"
 #include "comm/collective_fingerprint.hpp"
 #include "comm/comm_ledger.hpp"
 #include "comm/fault_injection.hpp"
@@ -68,6 +69,8 @@ RecorderCommunicator::RecorderCommunicator(std::unique_ptr<HostCommunicator> nex
     : CommunicatorLayer(std::move(next)), native_(CommunicatorLayer::next()), job_rank_(rank()) {
   shared_ = std::make_shared<Shared>(backend());
   shared_->forensics.set_rank(rank(), size());
+  // Aliasing: the transport keeps the whole record alive while a call of its worker may still post a wait.
+  transport().report_peer_waits_to(std::shared_ptr<PeerWaits>(shared_, &shared_->forensics.peer_waits()));
 }
 
 RecorderCommunicator::RecorderCommunicator(sdk::Communicator& view, sdk::Algorithm algorithm,
@@ -117,11 +120,11 @@ void RecorderCommunicator::check_same_call(const CallShape& shape, std::uint64_t
   }
 }
 
-std::uint64_t RecorderCommunicator::issue(const CallShape& shape) {
+std::uint64_t RecorderCommunicator::issue(const CallShape& shape, bool start) {
   fault_injection::check_call(job_rank_, describe(shape));
   FlightRecorder& recorder = shared_->forensics.recorder();
   const bool check = shared_->check && is_collective(shape.op);
-  const std::uint64_t id = recorder.issue(shape, !check);
+  const std::uint64_t id = recorder.issue(shape, start && !check);
   if (!check) return id;
   try {
     check_same_call(shape, recorder.seq_of(id));
@@ -129,14 +132,14 @@ std::uint64_t RecorderCommunicator::issue(const CallShape& shape) {
     recorder.finish(id, false);
     throw;
   }
-  recorder.start(id);
+  if (start) recorder.start(id);
   return id;
 }
 
 template <class Body>
 sdk::Status RecorderCommunicator::recorded(const CallShape& shape, Body&& body) noexcept {
   std::uint64_t id = 0;
-  if (sdk::Status s = sdk::guard([&] { id = issue(shape); }); !s.ok) return s;
+  if (sdk::Status s = sdk::guard([&] { id = issue(shape, true); }); !s.ok) return s;
   const sdk::Status status = body();
   shared_->forensics.recorder().finish(id, status.ok);
   return status;
@@ -146,9 +149,18 @@ template <class Body>
 sdk::Status RecorderCommunicator::recorded_async(const CallShape& shape, std::unique_ptr<sdk::Request>* request,
                                                  Body&& body) noexcept {
   std::uint64_t id = 0;
-  if (sdk::Status s = sdk::guard([&] { id = issue(shape); }); !s.ok) return s;
+  if (sdk::Status s = sdk::guard([&] { id = issue(shape, false); }); !s.ok) return s;
   FlightRecorder& recorder = shared_->forensics.recorder();
-  const sdk::Status status = body();
+  sdk::Status status;
+  bool claimed = false;
+  {
+    // A backend that queues the call marks it running and done as its worker runs it (comm/async_progress.hpp).
+    const AsyncProgress::Issuing issuing(AsyncProgress(std::shared_ptr<FlightRecorder>(shared_, &recorder), id));
+    status = body();
+    claimed = issuing.claimed();
+  }
+  if (claimed) return status;  // the entry is the backend's to mark from here on
+  recorder.start(id);
   if (!status.ok || request == nullptr || !*request) {
     recorder.finish(id, status.ok);
     return status;

@@ -10,10 +10,13 @@
 //     (comm_ledger.hpp's Uncounted: the check moves bytes no strategy asked for), and a mismatch fails
 //     every rank naming both sides;
 //   - GRADSWEEP_INJECT_FAULT's failing call (comm/fault_injection.hpp), before the call is recorded.
-// An async call is recorded from issue until its request is waited for or destroyed: a layer cannot see
-// when the backend's worker ran it. Groups get their own recorder and dump files (the group's name and
+// An async call is running and done as the backend's worker runs it when the backend says so
+// (comm/async_progress.hpp: the MPI backend); otherwise running from issue until its request is waited
+// for or destroyed. Groups get their own recorder and dump files (the group's name and
 // its members' ranks in the job, exchanged once when the group is made); views share their
-// communicator's. Backends that keep their own recorder (BuiltInLayers::recorder) do not get this layer.
+// communicator's. A transport that knows which peers its collectives wait on (the MPI ring) gets the
+// recorder's list to write them into (HostCommunicator::report_peer_waits_to). Backends that keep their
+// own recorder (BuiltInLayers::recorder) do not get this layer.
 #include "comm/collective_forensics.hpp"
 #include "comm/communicator_layer.hpp"
 
@@ -63,8 +66,9 @@ class RecorderCommunicator final : public CommunicatorLayer {
   sdk::Status recorded(const CallShape& shape, Body&& body) noexcept;
   template <class Body>
   sdk::Status recorded_async(const CallShape& shape, std::unique_ptr<sdk::Request>* request, Body&& body) noexcept;
-  // Issues `shape` in the recorder after the fault injection and the fingerprint check; returns its id.
-  std::uint64_t issue(const CallShape& shape);
+  // Issues `shape` in the recorder after the fault injection and the fingerprint check, running when
+  // `start` (a blocking call); returns its id.
+  std::uint64_t issue(const CallShape& shape, bool start);
   void check_same_call(const CallShape& shape, std::uint64_t seq);
   bool ring() const { return algorithm() != sdk::Algorithm::Native; }
 

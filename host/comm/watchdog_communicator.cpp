@@ -2,6 +2,7 @@
 
 #include "comm/collective_forensics.hpp"
 #include "comm/dtype_name.hpp"
+#include "comm/host_group.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -13,9 +14,6 @@
 
 namespace gradsweep::comm {
 namespace {
-
-// The exit code of a hung job, as the MPI backend's watchdog ends one (communicator_mpi.cpp).
-constexpr int kTimeoutExitCode = 3;
 
 std::string seconds_text(double s) {
   std::ostringstream out;
@@ -39,7 +37,7 @@ void end_process_on_hang(const HangReport& report) {
   forensics::write_verdict("hang", report.call + " #" + std::to_string(report.seq), message);
   spdlog::default_logger()->flush();
   std::fflush(nullptr);
-  std::_Exit(kTimeoutExitCode);
+  std::_Exit(kHangExitCode);
 }
 
 // The calls in flight by key ("allreduce #3"), so that the watchdog's one-line description becomes a
@@ -113,7 +111,7 @@ struct WatchdogCommunicator::Watch {
   const std::string group;
   std::mutex dumps_mutex;
   CollectiveForensics* dumps;  // the recorder below, or null; guarded by dumps_mutex
-  std::atomic<std::uint64_t> collectives{0}, point_to_point{0};
+  std::atomic<std::uint64_t> collectives{0}, point_to_point{0}, groups{0};
   std::mutex mutex;
   std::map<std::string, HangReport> in_flight;  // guarded by mutex
   // Last: its thread reads the members above until it is joined.
@@ -122,27 +120,38 @@ struct WatchdogCommunicator::Watch {
 
 namespace {
 
-// An async call's request, watched until it completes; the watch (and the communicator's sequences)
-// stay alive with it.
+// An async call's request, watched while the caller waits for it or destroys it (which completes it), as
+// a blocking call is watched. The operation runs beside the caller's compute: only the caller's wait is a
+// wait, and watching from issue would take a long step between issue and wait for a hang.
 class WatchedRequest final : public sdk::Request {
  public:
-  // `tracked` ends the watch of the call; `keep` is the watch it is in.
-  WatchedRequest(std::unique_ptr<sdk::Request> inner, std::shared_ptr<void> keep, std::shared_ptr<void> tracked)
-      : inner_(std::move(inner)), keep_(std::move(keep)), tracked_(std::move(tracked)) {}
+  // `track` starts watching the call (it ends when what it returns goes); it keeps the watch alive.
+  WatchedRequest(std::unique_ptr<sdk::Request> inner, std::function<std::shared_ptr<void>()> track)
+      : inner_(std::move(inner)), track_(std::move(track)) {}
   ~WatchedRequest() override {
-    inner_.reset();  // completes the call (the backends' rule), still watched
-    tracked_.reset();
+    const std::shared_ptr<void> tracked = watch();
+    inner_.reset();
   }
+  WatchedRequest(const WatchedRequest&) = delete;
+  WatchedRequest& operator=(const WatchedRequest&) = delete;
   sdk::Status wait() noexcept override {
-    const sdk::Status status = inner_ ? inner_->wait() : sdk::Status::Ok();
-    tracked_.reset();
-    return status;
+    if (!inner_) return sdk::Status::Ok();
+    const std::shared_ptr<void> tracked = watch();
+    return inner_->wait();
   }
 
  private:
+  // Unwatched rather than not waited for, should watching fail (it allocates).
+  std::shared_ptr<void> watch() noexcept {
+    try {
+      return track_();
+    } catch (...) {
+      return nullptr;
+    }
+  }
+
   std::unique_ptr<sdk::Request> inner_;
-  std::shared_ptr<void> keep_;
-  std::shared_ptr<void> tracked_;
+  std::function<std::shared_ptr<void>()> track_;
 };
 
 }  // namespace
@@ -180,9 +189,11 @@ HangReport WatchdogCommunicator::report(const std::string& call, std::uint64_t s
 }
 
 template <class Body>
-sdk::Status WatchdogCommunicator::watched(const std::string& call, bool collective, const torch::Tensor& tensor,
+sdk::Status WatchdogCommunicator::watched(const std::string& call, Sequence sequence, const torch::Tensor& tensor,
                                           Body&& body) noexcept {
-  const std::uint64_t seq = ++(collective ? watch_->collectives : watch_->point_to_point);
+  const std::uint64_t seq = ++(sequence == Sequence::Collective     ? watch_->collectives
+                               : sequence == Sequence::PointToPoint ? watch_->point_to_point
+                                                                    : watch_->groups);
   std::unique_ptr<Watch::Tracked> tracked;
   if (sdk::Status s =
           sdk::guard([&] { tracked = std::make_unique<Watch::Tracked>(*watch_, report(call, seq, tensor)); });
@@ -195,15 +206,20 @@ template <class Body>
 sdk::Status WatchdogCommunicator::watched_async(const std::string& call, const torch::Tensor& tensor,
                                                 std::unique_ptr<sdk::Request>* request, Body&& body) noexcept {
   const std::uint64_t seq = ++watch_->collectives;
-  std::shared_ptr<Watch::Tracked> tracked;
-  if (sdk::Status s =
-          sdk::guard([&] { tracked = std::make_shared<Watch::Tracked>(*watch_, report(call, seq, tensor)); });
+  std::function<std::shared_ptr<void>()> track;
+  std::shared_ptr<void> issuing;  // the issue is watched too: the layers below may wait in it (the collective check)
+  if (sdk::Status s = sdk::guard([&] {
+        track = [watch = watch_, found = report(call, seq, tensor)]() -> std::shared_ptr<void> {
+          return std::make_shared<Watch::Tracked>(*watch, found);
+        };
+        issuing = track();
+      });
       !s.ok)
     return s;
   const sdk::Status status = body();
+  issuing.reset();
   if (!status.ok || request == nullptr || !*request) return status;
-  return sdk::guard(
-      [&] { *request = std::make_unique<WatchedRequest>(std::move(*request), watch_, std::move(tracked)); });
+  return sdk::guard([&] { *request = std::make_unique<WatchedRequest>(std::move(*request), std::move(track)); });
 }
 
 namespace {
@@ -211,30 +227,34 @@ std::string on_view(sdk::Algorithm algorithm, const char* call) { return algorit
 }  // namespace
 
 sdk::Status WatchdogCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
-  return watched(on_view(algorithm(), "allreduce"), true, tensor, [&] { return next().allreduce(tensor, op); });
+  return watched(on_view(algorithm(), "allreduce"), Sequence::Collective, tensor,
+                 [&] { return next().allreduce(tensor, op); });
 }
 sdk::Status WatchdogCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept {
-  return watched("broadcast", true, tensor, [&] { return next().broadcast(tensor, root); });
+  return watched("broadcast", Sequence::Collective, tensor, [&] { return next().broadcast(tensor, root); });
 }
 sdk::Status WatchdogCommunicator::allgather(const torch::Tensor& input, torch::Tensor& output) noexcept {
-  return watched(on_view(algorithm(), "allgather"), true, input, [&] { return next().allgather(input, output); });
+  return watched(on_view(algorithm(), "allgather"), Sequence::Collective, input,
+                 [&] { return next().allgather(input, output); });
 }
 sdk::Status WatchdogCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
                                                  sdk::ReduceOp op) noexcept {
-  return watched(on_view(algorithm(), "reduce_scatter"), true, input,
+  return watched(on_view(algorithm(), "reduce_scatter"), Sequence::Collective, input,
                  [&] { return next().reduce_scatter(input, output, op); });
 }
 sdk::Status WatchdogCommunicator::barrier() noexcept {
-  return watched("barrier", true, torch::Tensor(), [&] { return next().barrier(); });
+  return watched("barrier", Sequence::Collective, torch::Tensor(), [&] { return next().barrier(); });
 }
 sdk::Status WatchdogCommunicator::send(const torch::Tensor& tensor, int dst, int tag) noexcept {
-  return watched("send to rank " + std::to_string(dst), false, tensor, [&] { return next().send(tensor, dst, tag); });
+  return watched("send to rank " + std::to_string(dst), Sequence::PointToPoint, tensor,
+                 [&] { return next().send(tensor, dst, tag); });
 }
 sdk::Status WatchdogCommunicator::recv(torch::Tensor& tensor, int src, int tag) noexcept {
-  return watched("recv from rank " + std::to_string(src), false, tensor, [&] { return next().recv(tensor, src, tag); });
+  return watched("recv from rank " + std::to_string(src), Sequence::PointToPoint, tensor,
+                 [&] { return next().recv(tensor, src, tag); });
 }
 sdk::Status WatchdogCommunicator::recv_any(torch::Tensor& tensor, int tag, int* source) noexcept {
-  return watched("recv_any", false, tensor, [&] { return next().recv_any(tensor, tag, source); });
+  return watched("recv_any", Sequence::PointToPoint, tensor, [&] { return next().recv_any(tensor, tag, source); });
 }
 sdk::Status WatchdogCommunicator::allreduce_async(torch::Tensor& tensor, sdk::ReduceOp op,
                                                   std::unique_ptr<sdk::Request>* request) noexcept {
@@ -251,6 +271,15 @@ sdk::Status WatchdogCommunicator::allgather_async(const torch::Tensor& input, to
                                                   std::unique_ptr<sdk::Request>* request) noexcept {
   return watched_async(on_view(algorithm(), "allgather_async"), input, request,
                        [&] { return next().allgather_async(input, output, request); });
+}
+
+sdk::Status WatchdogCommunicator::split(int color, int key, std::unique_ptr<sdk::Group>* group) noexcept {
+  return watched("split", Sequence::Group, torch::Tensor(),
+                 [&] { return CommunicatorLayer::split(color, key, group); });
+}
+sdk::Status WatchdogCommunicator::group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept {
+  return watched("group(" + group_kind_name(kind) + ")", Sequence::Group, torch::Tensor(),
+                 [&] { return CommunicatorLayer::group(kind, group); });
 }
 
 }  // namespace gradsweep::comm

@@ -13,9 +13,9 @@
 // which rank did not finish which collective, comm/hang_verdict.hpp), also written to verdict.json.
 // What happens then is the handler's: by default the report is logged, written to the forensics
 // verdict file (kind "hang", unless the dumps' verdict is there first) and the process ends with exit
-// code 3, as the MPI backend's own watchdog ends a hung job; a test passes a handler that records it.
-// Backends that carry their own watchdog (MPI, NCCL: comm/backend_registry.hpp's BuiltInLayers) do not
-// get this layer, so that one hang is reported once.
+// code 3 (the MPI backend's registry entry passes one that ends the MPI job with MPI_Abort); a test
+// passes a handler that records it. Backends that carry their own watchdog (NCCL:
+// comm/backend_registry.hpp's BuiltInLayers) do not get this layer, so that one hang is reported once.
 #include "comm/collective_timeout.hpp"
 #include "comm/communicator_layer.hpp"
 
@@ -43,6 +43,9 @@ struct HangReport {
 };
 
 using HangHandler = std::function<void(const HangReport&)>;
+
+// The exit code of a rank that ends its job over a hang (what `gradsweep run` reads as a timeout).
+inline constexpr int kHangExitCode = 3;
 
 // Logs `report`, writes it as the forensics verdict and ends the process (exit code 3).
 [[noreturn]] void end_process_on_hang(const HangReport& report);
@@ -74,6 +77,10 @@ class WatchdogCommunicator final : public CommunicatorLayer {
                                    std::unique_ptr<sdk::Request>* request) noexcept override;
   sdk::Status allgather_async(const torch::Tensor& input, torch::Tensor& output,
                               std::unique_ptr<sdk::Request>* request) noexcept override;
+  // Making a group is collective over this communicator: a rank that never joins is a hang like any other
+  // (numbered in a sequence of its own: "split #1", "group(node) #2").
+  sdk::Status split(int color, int key, std::unique_ptr<sdk::Group>* group) noexcept override;
+  sdk::Status group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept override;
 
  protected:
   std::unique_ptr<CommunicatorLayer> over_view(sdk::Communicator& view, sdk::Algorithm algorithm) override {
@@ -85,8 +92,10 @@ class WatchdogCommunicator final : public CommunicatorLayer {
   // One communicator's watchdog and sequences, shared with its views.
   struct Watch;
   // Runs `body` (the next layer's call) watched as `call` on `tensor`.
+  // Which sequence numbers a call: the flight recorder's two (collectives, point-to-point), and groups made.
+  enum class Sequence { Collective, PointToPoint, Group };
   template <class Body>
-  sdk::Status watched(const std::string& call, bool collective, const torch::Tensor& tensor, Body&& body) noexcept;
+  sdk::Status watched(const std::string& call, Sequence sequence, const torch::Tensor& tensor, Body&& body) noexcept;
   template <class Body>
   sdk::Status watched_async(const std::string& call, const torch::Tensor& tensor,
                             std::unique_ptr<sdk::Request>* request, Body&& body) noexcept;

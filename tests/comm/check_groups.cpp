@@ -10,6 +10,7 @@
 #include "check_groups.hpp"
 
 #include "comm/byte_counting.hpp"
+#include "comm/backend_registry.hpp"
 #include "comm/collective_forensics.hpp"
 #include "comm/host_group.hpp"
 
@@ -122,7 +123,7 @@ class GroupChecks {
   }
 
   void parent_destroyed() {
-    std::unique_ptr<HostCommunicator> parent = comm::make_mpi_communicator();
+    std::unique_ptr<HostCommunicator> parent = comm::make_communicator("mpi");
     std::unique_ptr<sdk::Group> g;
     if (!ok(parent->split(0, rank_, &g), "split of a second communicator")) return;
     parent.reset();

@@ -21,12 +21,16 @@
 //   collective_check group-hang RANK DIR   RANK never joins an allreduce of its group
 //   collective_check late RANK     RANK joins a ring allreduce (async) 1 s after the others, who print
 //                                  "rank R: waited W s, cpu C s": the CPU their process spent meanwhile
+//   collective_check async-progress   each rank issues an async allreduce, waits for it 1 s later, and prints
+//                                  "rank R: <state>, ended before the wait: yes|no" from its flight recorder
 //
 // The misbehaving modes take the directory for flight-recorder dumps as a third argument (optional):
 // after a barrier (collective #1), the allreduce is collective #2.
 #include "check_groups.hpp"
 #include "check_support.hpp"
+#include "comm/backend_registry.hpp"
 #include "comm/collective_forensics.hpp"
+#include "comm/flight_recorder.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "services/logging.hpp"
@@ -79,6 +83,25 @@ int late_neighbour(comm::HostCommunicator& comm, int late) {
   return t[0].item<float>() == static_cast<float>(comm.size()) ? 0 : 1;
 }
 
+// `async-progress`: the recorder layer's entry of an async call follows the MPI worker (comm/async_progress.hpp):
+// it ends when the worker finished the allreduce, long before the caller's wait 1 s later. A layer that saw only
+// issue and wait would end it at the wait.
+int async_progress(comm::HostCommunicator& comm) {
+  sdk::check(comm.barrier());
+  torch::Tensor t = torch::ones({1024});
+  std::unique_ptr<sdk::Request> request;
+  sdk::check(comm.allreduce_async(t, sdk::ReduceOp::Sum, &request));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const std::int64_t waited_from = comm::wall_clock_ns();
+  sdk::check(request->wait());
+  const comm::FlightEntry entry = comm.flight_recorder()->entries().back();
+  std::printf("rank %d: %s %s, ended before the wait: %s\n", comm.rank(), comm::to_string(entry.shape.op),
+              comm::to_string(entry.state), entry.ended_ns != 0 && entry.ended_ns < waited_from ? "yes" : "no");
+  std::fflush(stdout);
+  sdk::check(comm.barrier());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,7 +110,7 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);
   std::unique_ptr<comm::HostCommunicator> comm;
   try {
-    comm = comm::make_mpi_communicator();
+    comm = comm::make_communicator("mpi");  // what a strategy gets: the backend inside the stack's layers
   } catch (const std::exception& e) {
     std::cerr << "collective_check: " << e.what() << std::endl;
     return 2;
@@ -97,7 +120,7 @@ int main(int argc, char** argv) {
     std::printf("rank %d: %s\n", comm->rank(), comm::mpi::thread_level_name(comm::mpi::ensure_initialized()).c_str());
     check::Checker checker(*comm);
     if (mode == "hierarchical") {
-      const auto& split = dynamic_cast<comm::MpiCommunicator&>(*comm).node_split();
+      const auto& split = dynamic_cast<comm::MpiCommunicator&>(comm->transport()).node_split();
       std::printf("rank %d: node rank %d of %d, nodes %d, uneven: %s\n", comm->rank(), split.node_rank(),
                   split.node_size(), split.cross_size(), split.uneven().empty() ? "no" : split.uneven().c_str());
       std::fflush(stdout);
@@ -106,6 +129,7 @@ int main(int argc, char** argv) {
     return mode == "ring" ? checker.run_ring() : checker.run_all();
   }
   if (mode == "late") return late_neighbour(*comm, failing);
+  if (mode == "async-progress") return async_progress(*comm);
   if (mode == "groups") return check::run_groups(*comm);
   if (mode == "group-hang") {
     try {

@@ -179,6 +179,17 @@ TEST(MpiFailure, AsyncCollectiveThatNeverCompletesTimesOut) {
       << r.output;
 }
 
+// The stack's recorder layer over MPI marks an async call done when the backend's worker finished it, not
+// when the caller got round to waiting (comm/async_progress.hpp): the timeline draws that span.
+TEST(MpiAsync, TheFlightRecorderFollowsTheWorkerNotTheWait) {
+  const auto r = test::run_command(mpirun(2, collective_check("async-progress")));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_NE(r.output.find("rank " + std::to_string(rank) + ": allreduce_async done, ended before the wait: yes"),
+              std::string::npos)
+        << r.output;
+}
+
 // Forensics (docs/communicators.md#flight-recorder): the job's error names the rank behind and the
 // collective, and every rank that could answer left its dump in the directory given.
 struct Forensic {
