@@ -129,7 +129,7 @@ class WatchedRequest final : public sdk::Request {
   WatchedRequest(std::unique_ptr<sdk::Request> inner, std::function<std::shared_ptr<void>()> track)
       : inner_(std::move(inner)), track_(std::move(track)) {}
   ~WatchedRequest() override {
-    const std::shared_ptr<void> tracked = watch();
+    const std::shared_ptr<void> tracked = waited_ ? nullptr : watch();  // a waited call is complete already
     inner_.reset();
   }
   WatchedRequest(const WatchedRequest&) = delete;
@@ -137,7 +137,9 @@ class WatchedRequest final : public sdk::Request {
   sdk::Status wait() noexcept override {
     if (!inner_) return sdk::Status::Ok();
     const std::shared_ptr<void> tracked = watch();
-    return inner_->wait();
+    const sdk::Status status = inner_->wait();
+    waited_ = true;
+    return status;
   }
 
  private:
@@ -152,6 +154,7 @@ class WatchedRequest final : public sdk::Request {
 
   std::unique_ptr<sdk::Request> inner_;
   std::function<std::shared_ptr<void>()> track_;
+  bool waited_ = false;
 };
 
 }  // namespace
