@@ -19,7 +19,7 @@
 #include "comm/mpi_runtime.hpp"
 #include "env/environment.hpp"
 #include "services/logging.hpp"
-#include "train/machine.hpp"
+#include "device/machine.hpp"
 #include "util/atomic_file.hpp"
 
 #include <nlohmann/json.hpp>
@@ -201,8 +201,8 @@ class CommBench {
     std::vector<sdk::Communicator*> views;
     for (const std::string& a : args_.algorithms) views.push_back(&view(a));
     const int n = comm_.size();
-    const int threads = train::choose_threads(args_.threads, ranks_sharing_cores());
-    train::set_compute_threads(threads);
+    const int threads = device::choose_threads(args_.threads, ranks_sharing_cores());
+    device::set_compute_threads(threads);
 
     nlohmann::json report{{"collective", args_.collective},
                           {"dtype", args_.dtype},

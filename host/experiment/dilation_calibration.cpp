@@ -1,7 +1,7 @@
 #include "experiment/dilation_calibration.hpp"
 
 #include "experiment/launcher_local.hpp"
-#include "train/machine.hpp"
+#include "device/machine.hpp"
 #include "util/atomic_file.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -134,7 +134,7 @@ std::string computation_key(const runs::PlannedCell& cell, int threads) {
                             {"device", config["runtime"] ? text(config["runtime"]["device"]) : ""},
                             {"threads", threads},
                             {"ranks_per_node", cell.ranks_per_node}};
-  return train::host_name() + "/" + std::to_string(std::hash<std::string>{}(what.dump()));
+  return device::host_name() + "/" + std::to_string(std::hash<std::string>{}(what.dump()));
 }
 
 nlohmann::json read_cache(const fs::path& cache_file) {
@@ -203,7 +203,7 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-fs::path default_reference_cache() { return train::default_cache_dir() / "dilation-references.json"; }
+fs::path default_reference_cache() { return device::default_cache_dir() / "dilation-references.json"; }
 
 ComputeReference calibrate_one_node(const runs::PlannedCell& cell, int threads_per_rank, const fs::path& cache_file,
                                     double deadline_s) {

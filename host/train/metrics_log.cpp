@@ -1,6 +1,6 @@
 #include "train/metrics_log.hpp"
 
-#include "train/machine.hpp"
+#include "device/machine.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -124,8 +124,8 @@ nlohmann::json MetricsLog::write(const StepRecord& r) {
                    {"bytes_sent", r.comm.bytes_sent},
                    {"bytes_received", r.comm.bytes_received},
                    {"comm", comm_json(r.comm)},
-                   {"peak_rss_mb", peak_rss_mb()},
-                   {"minor_faults", minor_faults()}};
+                   {"peak_rss_mb", device::peak_rss_mb()},
+                   {"minor_faults", device::minor_faults()}};
   if (r.val_loss) {
     j["val_loss"] = *r.val_loss;
     j["val_ppl"] = std::exp(*r.val_loss);
@@ -211,9 +211,9 @@ nlohmann::json make_summary(const RunFacts& f, const RunTotals& t, double final_
       {"peak_flops_precision", f.peak.precision},
       {"peak_flops_source", f.peak.source},
       {"mfu", t.mfu},
-      {"mfu_flag", mfu_flag(t.mfu, f.restricts_vocabulary)},
+      {"mfu_flag", device::mfu_flag(t.mfu, f.restricts_vocabulary)},
       {"restricts_vocabulary", f.restricts_vocabulary},
-      {"peak_rss_mb", peak_rss_mb()},
+      {"peak_rss_mb", device::peak_rss_mb()},
       {"config", yaml_to_json(resolved_config)},
   };
   add_groups_json(summary["comm"], t.groups);  // per-step means

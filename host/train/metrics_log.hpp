@@ -2,7 +2,7 @@
 // The record of a run: one JSON line per step in metrics.jsonl, and the summary.json written at the end.
 // The schema is documented in docs/results.md.
 #include "comm/host_communicator.hpp"
-#include "train/machine.hpp"
+#include "device/machine.hpp"
 #include "train/rank_report.hpp"
 
 #include <gradsweep/sdk/model.hpp>
@@ -71,7 +71,7 @@ struct RunFacts {
   int world_size;
   int threads;
   std::int64_t steps;
-  PeakFlops peak;
+  device::PeakFlops peak;
   double flops_per_token;
   std::string device;
   std::string comm_backend;

@@ -17,7 +17,7 @@
 #include "train/gradient_hooks.hpp"
 #include "train/kernel_profiler.hpp"
 #include "train/lr_schedule.hpp"
-#include "train/machine.hpp"
+#include "device/machine.hpp"
 #include "train/memory_reuse.hpp"
 #include "train/metrics_log.hpp"
 #include "train/model_agreement.hpp"
@@ -138,8 +138,8 @@ int prepare_rank(const config::CellConfig& config, comm::HostCommunicator& comm,
     at::globalContext().setFloat32MatmulPrecision(config.tf32 ? "high" : "highest");
     spdlog::info("float32 matmuls on {}: TF32 {}", config.device, config.tf32 ? "on" : "off");
   }
-  const int threads = choose_threads(static_cast<int>(config.threads), comm.local_size());
-  const bool openblas = set_compute_threads(threads);
+  const int threads = device::choose_threads(static_cast<int>(config.threads), comm.local_size());
+  const bool openblas = device::set_compute_threads(threads);
   spdlog::info("{} compute threads per rank ({} ranks on this node){}", threads, comm.local_size(),
                openblas ? ", OpenBLAS included" : "");
   if (!keep_freed_memory())
@@ -243,7 +243,7 @@ class CellTraining {
   std::optional<UnitEvents> unit_events_;
   double flops_per_token_ = 0.0;
   const fs::path peak_cache_;
-  PeakFlops peak_;
+  device::PeakFlops peak_;
   const fs::path checkpoint_dir_;
   std::optional<Resumed> resumed_;  // set by set_up_and_resume
   const std::int64_t start_step_;
@@ -285,7 +285,7 @@ CellTraining::CellTraining(const TrainRequest& request, const plugins::PluginReg
       micro_steps_(loader_.micro_batches_per_step()),
       vocabulary_steps_(plugins::asks_for_vocabulary(strategy_record_, plan_)),
       unit_steps_(duties_.unit_events),
-      peak_cache_(default_cache_dir() / "peak_flops.json"),
+      peak_cache_(device::default_cache_dir() / "peak_flops.json"),
       checkpoint_dir_(request.out_dir / "checkpoint"),
       start_step_(set_up_and_resume()),
       log_(request.out_dir / "metrics.jsonl", comm.rank() == 0, start_step_),
@@ -325,8 +325,9 @@ void CellTraining::set_up_strategy() {
   model_.call<&sdk::ModelAbi::flops_per_token>(train_.seq_len, &flops_per_token_);
   // bf16 products run several times faster than fp32.
   peak_ = config_.peak_flops > 0
-              ? PeakFlops{config_.peak_flops, precision_name(precision_.compute_dtype), "metrics.peak_flops"}
-              : cpu_peak_flops(threads_, precision_.compute_dtype, peak_cache_);
+              ? device::PeakFlops{config_.peak_flops, device::precision_name(precision_.compute_dtype),
+                                  "metrics.peak_flops"}
+              : device::cpu_peak_flops(threads_, precision_.compute_dtype, peak_cache_);
 }
 
 // The initialiser of start_step_: everything above it exists, and the metrics log and timeline need its answer.
@@ -557,7 +558,7 @@ nlohmann::json CellTraining::write_summary() {
   // A run that changed size is never silently compared with fixed-size runs: it says so.
   if (resumed_ && resumed_->world_size != comm_.size())
     summary["resharded"] = {{"at_step", resumed_->step}, {"from_world_size", resumed_->world_size}};
-  check_mfu_against_peak(totals_.mfu, vocabulary_steps_, peak_, threads_, peak_cache_);
+  device::check_mfu_against_peak(totals_.mfu, vocabulary_steps_, peak_, threads_, peak_cache_);
   if (comm_.rank() == 0) {
     util::write_file_atomically(request_.out_dir / "config.resolved.yaml", YAML::Dump(resolved) + "\n");
     util::write_file_atomically(request_.out_dir / "summary.json", summary.dump(2) + "\n");

@@ -1,6 +1,6 @@
 // The peak MFU is measured against: per precision, cached per host, thread count and precision.
 #include "support/test_support.hpp"
-#include "train/machine.hpp"
+#include "device/machine.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -11,8 +11,8 @@ namespace gradsweep {
 namespace {
 
 namespace fs = std::filesystem;
-using train::cpu_peak_flops;
-using train::PeakFlops;
+using device::cpu_peak_flops;
+using device::PeakFlops;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -38,7 +38,7 @@ TEST(PeakFlops, MeasuredPerPrecisionCachedAndReused) {
   EXPECT_LT(bf16_s, 4.0);
 
   const nlohmann::json stored = nlohmann::json::parse(test::read_text(cache));
-  const std::string prefix = train::host_name() + "/threads=1/";
+  const std::string prefix = device::host_name() + "/threads=1/";
   ASSERT_TRUE(stored.contains(prefix + "fp32")) << stored.dump();
   ASSERT_TRUE(stored.contains(prefix + "bf16")) << stored.dump();
   EXPECT_EQ(stored[prefix + "fp32"].get<double>(), fp32.per_rank);
@@ -52,24 +52,24 @@ TEST(PeakFlops, MeasuredPerPrecisionCachedAndReused) {
   EXPECT_EQ(again.per_rank, bf16.per_rank);
 
   // Above 1 from a softmax over part of the vocabulary (the FLOPs count all of it): the peak is kept.
-  train::check_mfu_against_peak(1.8, true, again, 1, cache);
+  device::check_mfu_against_peak(1.8, true, again, 1, cache);
   EXPECT_TRUE(nlohmann::json::parse(test::read_text(cache)).contains(prefix + "bf16"));
 
   // An MFU above 1 proves the cached peak too low: it is forgotten, the other precision kept.
-  train::check_mfu_against_peak(1.3, false, again, 1, cache);
+  device::check_mfu_against_peak(1.3, false, again, 1, cache);
   const nlohmann::json after = nlohmann::json::parse(test::read_text(cache));
   EXPECT_FALSE(after.contains(prefix + "bf16")) << after.dump();
   EXPECT_TRUE(after.contains(prefix + "fp32")) << after.dump();
 }
 
 TEST(PeakFlops, FlagOnlyAboveOne) {
-  EXPECT_EQ(train::mfu_flag(0.4, false), "");
-  EXPECT_EQ(train::mfu_flag(1.0, false), "");
-  EXPECT_EQ(train::mfu_flag(1.09, false), "above peak: peak underestimated");
-  EXPECT_EQ(train::mfu_flag(0.9, true), "");
-  EXPECT_EQ(train::mfu_flag(1.8, true), "above peak: FLOPs count the whole vocabulary");
-  EXPECT_EQ(train::precision_name(c10::ScalarType::BFloat16), "bf16");
-  EXPECT_EQ(train::precision_name(c10::ScalarType::Half), "fp16");
+  EXPECT_EQ(device::mfu_flag(0.4, false), "");
+  EXPECT_EQ(device::mfu_flag(1.0, false), "");
+  EXPECT_EQ(device::mfu_flag(1.09, false), "above peak: peak underestimated");
+  EXPECT_EQ(device::mfu_flag(0.9, true), "");
+  EXPECT_EQ(device::mfu_flag(1.8, true), "above peak: FLOPs count the whole vocabulary");
+  EXPECT_EQ(device::precision_name(c10::ScalarType::BFloat16), "bf16");
+  EXPECT_EQ(device::precision_name(c10::ScalarType::Half), "fp16");
 }
 
 }  // namespace

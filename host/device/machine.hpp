@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-namespace gradsweep::train {
+namespace gradsweep::device {
 
 // `requested` > 0 wins; otherwise the cores of this node shared evenly among its ranks (at least 1).
 // Oversubscribed ranks get one thread each: more would only fight over the same cores.
@@ -62,4 +62,4 @@ std::filesystem::path default_cache_dir();
 
 std::string host_name();
 
-}  // namespace gradsweep::train
+}  // namespace gradsweep::device

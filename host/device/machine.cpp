@@ -1,4 +1,4 @@
-#include "train/machine.hpp"
+#include "device/machine.hpp"
 
 #include "env/environment.hpp"
 #include "util/atomic_file.hpp"
@@ -17,7 +17,7 @@
 #include <fstream>
 #include <thread>
 
-namespace gradsweep::train {
+namespace gradsweep::device {
 namespace fs = std::filesystem;
 
 int choose_threads(int requested, int ranks_on_node) {
@@ -178,4 +178,4 @@ void check_mfu_against_peak(double mfu, bool restricts_vocabulary, const PeakFlo
   if (peak.source != "metrics.peak_flops") forget_cached_peak(threads, peak.precision, cache_file);
 }
 
-}  // namespace gradsweep::train
+}  // namespace gradsweep::device
