@@ -6,20 +6,25 @@ thread_local AsyncProgress::Issuing* issuing_here = nullptr;  // the innermost I
 }  // namespace
 
 void AsyncProgress::started() const {
-  if (recorder_ && id_ != 0) recorder_->start(id_);
+  for (const auto& l : listeners_) l->started();
 }
 
 void AsyncProgress::finished(bool ok) const {
-  if (recorder_ && id_ != 0) recorder_->finish(id_, ok);
+  for (const auto& l : listeners_) l->finished(ok);
 }
 
 AsyncProgress AsyncProgress::claim() {
-  if (issuing_here == nullptr || issuing_here->claimed_) return {};
-  issuing_here->claimed_ = true;
-  return issuing_here->progress_;
+  AsyncProgress progress;
+  for (Issuing* i = issuing_here; i != nullptr; i = i->outer_) {
+    if (i->claimed_) continue;
+    i->claimed_ = true;
+    progress.listeners_.push_back(i->listener_);
+  }
+  return progress;
 }
 
-AsyncProgress::Issuing::Issuing(AsyncProgress progress) : progress_(std::move(progress)), outer_(issuing_here) {
+AsyncProgress::Issuing::Issuing(std::shared_ptr<Listener> listener)
+    : listener_(std::move(listener)), outer_(issuing_here) {
   issuing_here = this;
 }
 

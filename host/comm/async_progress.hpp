@@ -1,53 +1,56 @@
 #pragma once
-// How an async call's entry in the recording layer's flight recorder (comm/recorder_communicator.hpp) learns
-// when the backend really runs it. A layer sees an async call only at issue and at its request's wait; a
-// backend that queues the call for a worker (the MPI backend, comm/async_worker.hpp) knows when it starts and
-// ends there, which is what the timeline draws and the hang verdict counts as finished. The layer names the
-// entry on its own thread while it issues the call (Issuing); the backend, issuing on that thread, claims it
-// (claim()) and marks it running and done from its worker. An entry nobody claims the layer keeps: running
-// from issue, done at the wait.
-#include "comm/flight_recorder.hpp"
-
-#include <cstdint>
+// How the layers of the communicator stack (comm/communicator_stack.hpp) learn when the backend really runs an
+// async call. A layer sees an async call only at issue and at its request's wait; a backend that queues the
+// call for a worker (the MPI backend, comm/async_worker.hpp) knows when it starts and ends there. That is what
+// the recorder's timeline draws and its hang verdict counts as finished, and what the counting layer counts as
+// busy. Each layer that wants to know names a listener on its own thread while it issues the call (Issuing);
+// the backend, issuing on that thread, claims them all (claim()) and tells them from its worker. A listener
+// nobody claims stays with its layer, which then counts the call as running from issue until it is waited for.
 #include <memory>
+#include <vector>
 
 namespace gradsweep::comm {
 
 class AsyncProgress {
  public:
-  AsyncProgress() = default;
-  // Entry `id` of `recorder` (held alive for as long as the progress is).
-  AsyncProgress(std::shared_ptr<FlightRecorder> recorder, std::uint64_t id) : recorder_(std::move(recorder)), id_(id) {}
+  // What one layer is told of one call, from the backend's worker thread.
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    virtual void started() = 0;
+    virtual void finished(bool ok) = 0;
+  };
 
-  // Marks the entry; nothing for an empty progress.
+  AsyncProgress() = default;
+
+  // Tells every listener; nothing for an empty progress.
   void started() const;
   void finished(bool ok) const;
 
-  // The entry being issued on this thread, now the caller's to mark; empty when no layer names one (a bare
-  // backend, or a call not issued through the recorder).
+  // The listeners named on this thread by the layers issuing the call, now the caller's to tell; empty when
+  // no layer names one (a bare backend, or a call not issued through the stack).
   static AsyncProgress claim();
 
-  // For the layer: names a progress on this thread while it lives (below).
+  // For a layer: names a listener on this thread while it lives (below).
   class Issuing;
 
  private:
-  std::shared_ptr<FlightRecorder> recorder_;
-  std::uint64_t id_ = 0;
+  std::vector<std::shared_ptr<Listener>> listeners_;
 };
 
-// Names `progress` on this thread while it lives (the backend's call runs inside).
+// Names `listener` on this thread while it lives (the layers below and the backend's call run inside).
 class AsyncProgress::Issuing {
  public:
-  explicit Issuing(AsyncProgress progress);
+  explicit Issuing(std::shared_ptr<Listener> listener);
   ~Issuing();
   Issuing(const Issuing&) = delete;
   Issuing& operator=(const Issuing&) = delete;
-  // Whether the backend claimed the entry.
+  // Whether the backend claimed the listener.
   bool claimed() const { return claimed_; }
 
  private:
   friend class AsyncProgress;
-  AsyncProgress progress_;
+  std::shared_ptr<Listener> listener_;
   Issuing* outer_;
   bool claimed_ = false;
 };

@@ -1,18 +1,11 @@
 #include "comm/async_worker.hpp"
 
-#include <algorithm>
-
 namespace gradsweep::comm {
 
 sdk::Status AsyncWorker::Job::wait() {
   std::unique_lock<std::mutex> lock(mutex_);
   done_cv_.wait(lock, [this] { return done_; });
   return status_;
-}
-
-AsyncWorker::Clock::time_point AsyncWorker::Job::finished_at() const {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  return finished_;
 }
 
 AsyncWorker::AsyncWorker() : thread_([this] { run(); }) {}
@@ -26,12 +19,9 @@ AsyncWorker::~AsyncWorker() {
   thread_.join();  // run() empties the queue before it returns
 }
 
-std::shared_ptr<AsyncWorker::Job> AsyncWorker::submit(std::function<sdk::Status()> body,
-                                                      std::function<void(double)> on_done) {
+std::shared_ptr<AsyncWorker::Job> AsyncWorker::submit(std::function<sdk::Status()> body) {
   auto job = std::make_shared<Job>();
   job->body_ = std::move(body);
-  job->on_done_ = std::move(on_done);
-  job->submitted_ = Clock::now();
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(job);
@@ -58,25 +48,20 @@ void AsyncWorker::run() {
     std::shared_ptr<Job> job = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
-    const Clock::time_point began = std::max(job->submitted_, last_finished_);
     lock.unlock();
 
     sdk::Status status;
     const sdk::Status thrown = sdk::guard([&] { status = job->body_(); });
     if (!thrown.ok) status = thrown;
-    const Clock::time_point finished = Clock::now();
-    if (job->on_done_) job->on_done_(std::chrono::duration<double>(finished - began).count());
     {
       const std::lock_guard<std::mutex> job_lock(job->mutex_);
       job->status_ = std::move(status);
-      job->finished_ = finished;
       job->done_ = true;
       job->body_ = nullptr;  // releases what the operation held (its tensor) now, not when the waiter goes
     }
     job->done_cv_.notify_all();
 
     lock.lock();
-    last_finished_ = finished;
     busy_ = false;
     if (queue_.empty()) drained_.notify_all();
   }

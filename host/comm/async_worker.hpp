@@ -6,7 +6,6 @@
 // computes. Every rank submits its async operations in the same order, so the FIFO keeps them matched.
 #include <gradsweep/sdk/status.hpp>
 
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -18,26 +17,19 @@ namespace gradsweep::comm {
 
 class AsyncWorker {
  public:
-  using Clock = std::chrono::steady_clock;
-
   // One submitted operation, shared by the queue and whoever waits for it.
   class Job {
    public:
     // Blocks until the operation has run; its status.
     sdk::Status wait();
-    // When it finished (valid once wait() has returned).
-    Clock::time_point finished_at() const;
 
    private:
     friend class AsyncWorker;
     std::function<sdk::Status()> body_;
-    std::function<void(double)> on_done_;
-    Clock::time_point submitted_;
-    mutable std::mutex mutex_;
+    std::mutex mutex_;
     std::condition_variable done_cv_;
     bool done_ = false;
     sdk::Status status_;
-    Clock::time_point finished_;
   };
 
   AsyncWorker();
@@ -46,12 +38,9 @@ class AsyncWorker {
   AsyncWorker(const AsyncWorker&) = delete;
   AsyncWorker& operator=(const AsyncWorker&) = delete;
 
-  // Queues `body` (an exception it throws becomes its status). On the worker thread, right after the
-  // body and before the job counts as done, `on_done(busy_seconds)` reports the time the job occupied
-  // the worker: from when it was submitted or the previous job finished, whichever is later, to its end.
-  // Queueing delays are thus busy time, and the busy intervals of a run of jobs leave no gap, so a
-  // caller's time blocked in Job::wait never exceeds the busy time of the jobs it waited for.
-  std::shared_ptr<Job> submit(std::function<sdk::Status()> body, std::function<void(double)> on_done);
+  // Queues `body` (an exception it throws becomes its status). What the layers above count and record of
+  // it, the body tells them itself (comm/async_progress.hpp).
+  std::shared_ptr<Job> submit(std::function<sdk::Status()> body);
 
   // Blocks until every job submitted so far has finished.
   void drain();
@@ -67,7 +56,6 @@ class AsyncWorker {
   std::deque<std::shared_ptr<Job>> queue_;
   bool busy_ = false;
   bool stopping_ = false;
-  Clock::time_point last_finished_{};
   std::thread thread_;
 };
 

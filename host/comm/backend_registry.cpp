@@ -43,7 +43,8 @@ std::vector<BackendEntry> built_in_backends() {
   entries.push_back({"mpi", mpi_features, true, {}, end_mpi_job_on_hang, [](const BackendOptions&) {
                        return make_mpi_communicator();
                      }});
-  BackendEntry nccl{"nccl", nccl_features, nccl_built(), {.watchdog = true, .recorder = true}, nullptr, nullptr};
+  BackendEntry nccl{"nccl",  nccl_features, nccl_built(), {.watchdog = true, .recorder = true, .counting = true},
+                    nullptr, nullptr};
 #if defined(GRADSWEEP_WITH_NCCL) && GRADSWEEP_WITH_NCCL
   nccl.make = [](const BackendOptions& options) { return make_nccl_communicator(cuda_device_index(options.device)); };
 #else

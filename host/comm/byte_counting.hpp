@@ -32,4 +32,11 @@ inline Traffic scatter_gather_traffic(std::uint64_t bytes, int n) {
   return {each_way, each_way, bytes};
 }
 
+// broadcast from `root`, counted as a pipelined chain (what nccl-tests' busbw factor 1 assumes): every rank but
+// the root receives S, every rank but the last in the chain (the root's left neighbour) sends S.
+inline Traffic broadcast_traffic(std::uint64_t bytes, int n, int rank, int root) {
+  const int last = (root + n - 1) % n;
+  return {rank == last ? 0 : bytes, rank == root ? 0 : bytes, bytes};
+}
+
 }  // namespace gradsweep::comm

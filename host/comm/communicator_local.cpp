@@ -1,25 +1,20 @@
 // The one-rank backend: what `single` runs on, and what every strategy degenerates to at one rank.
-// Counters follow the same rules as the MPI backend's (docs/communicators.md): at one rank nothing
-// is sent or received, but every call counts once, with its size S and its (tiny) time.
+// Collectives are identities (or copies). The stack's counting layer counts them as it counts every
+// backend's calls (docs/communicators.md): at one rank nothing is sent or received, but every call counts
+// once, with its size S and its (tiny) time.
 #include "comm/host_communicator.hpp"
 #include "comm/host_group.hpp"
 #include "comm/backend_features.hpp"
 
 #include <gradsweep/sdk/status.hpp>
 
-#include <chrono>
-
 namespace gradsweep::comm {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 class DoneRequest final : public sdk::Request {
  public:
   sdk::Status wait() noexcept override { return sdk::Status::Ok(); }
 };
-
-std::uint64_t bytes_of(const torch::Tensor& t) { return t.defined() ? static_cast<std::uint64_t>(t.nbytes()) : 0; }
 
 class LocalCommunicator final : public HostCommunicator {
  public:
@@ -33,18 +28,18 @@ class LocalCommunicator final : public HostCommunicator {
   int local_size() const noexcept override { return 1; }
   const char* backend() const noexcept override { return "local"; }
 
-  sdk::Status allreduce(torch::Tensor& tensor, sdk::ReduceOp) noexcept override {
-    return counted(bytes_of(tensor), [] {});
+  sdk::Status allreduce(torch::Tensor&, sdk::ReduceOp) noexcept override {
+    return done([] {});
   }
-  sdk::Status broadcast(torch::Tensor& tensor, int root) noexcept override {
+  sdk::Status broadcast(torch::Tensor&, int root) noexcept override {
     if (root != 0) return sdk::Status::Error("broadcast: root " + std::to_string(root) + " out of range (1 rank)");
-    return counted(bytes_of(tensor), [] {});
+    return done([] {});
   }
   sdk::Status allgather(const torch::Tensor& input, torch::Tensor& output) noexcept override {
-    return counted(bytes_of(output), [&] { output.copy_(input.view_as(output)); });
+    return done([&] { output.copy_(input.view_as(output)); });
   }
   sdk::Status reduce_scatter(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp) noexcept override {
-    return counted(bytes_of(input), [&] { output.copy_(input.view_as(output)); });
+    return done([&] { output.copy_(input.view_as(output)); });
   }
   sdk::Status send(const torch::Tensor&, int dst, int) noexcept override {
     if (sdk::Status s = parent_status("send"); !s.ok) return s;
@@ -55,13 +50,12 @@ class LocalCommunicator final : public HostCommunicator {
     return sdk::Status::Error("recv from rank " + std::to_string(src) + ": a one-rank job has no peers");
   }
   sdk::Status barrier() noexcept override {
-    return counted(0, [] {});
+    return done([] {});
   }
-  sdk::Status allreduce_async(torch::Tensor& tensor, sdk::ReduceOp,
-                              std::unique_ptr<sdk::Request>* request) noexcept override {
+  sdk::Status allreduce_async(torch::Tensor&, sdk::ReduceOp, std::unique_ptr<sdk::Request>* request) noexcept override {
     if (sdk::Status s = parent_status("allreduce_async"); !s.ok) return s;
     if (request == nullptr) return sdk::Status::Error("allreduce_async: request is null");
-    return counted(bytes_of(tensor), [&] { *request = std::make_unique<DoneRequest>(); });
+    return done([&] { *request = std::make_unique<DoneRequest>(); });
   }
   sdk::Status reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output, sdk::ReduceOp op,
                                    std::unique_ptr<sdk::Request>* request) noexcept override {
@@ -98,24 +92,16 @@ class LocalCommunicator final : public HostCommunicator {
   }
 
  private:
-  // One call: its time is both busy and blocked (nothing runs in the background here).
   sdk::Status make_group(const std::string& name, std::unique_ptr<sdk::Group>* group) noexcept {
     if (sdk::Status s = parent_status(name.c_str()); !s.ok) return s;
     if (group == nullptr) return sdk::Status::Error(name + ": group is null");
     return sdk::guard([&] { *group = std::make_unique<HostGroup>(std::make_unique<LocalCommunicator>(*this, name)); });
   }
+  // One call, unless this is a group whose parent is gone.
   template <class Body>
-  sdk::Status counted(std::uint64_t payload, Body&& body) noexcept {
+  sdk::Status done(Body&& body) noexcept {
     if (sdk::Status s = parent_status(); !s.ok) return s;
-    const auto t0 = Clock::now();
-    const sdk::Status status = sdk::guard(body);
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    CommStats delta;
-    delta.calls = 1;
-    delta.seconds = delta.blocked_seconds = seconds;
-    if (status.ok) delta.payload_bytes = payload;
-    add_stats(delta);
-    return status;
+    return sdk::guard(body);
   }
 };
 

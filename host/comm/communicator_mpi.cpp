@@ -1,12 +1,11 @@
 // The MPI backend: every rank of the job, CPU tensors. This file: set-up, the native collectives (one
-// MPI call each), point-to-point and counting. The ring algorithms are in communicator_mpi_ring.cpp,
+// MPI call each) and point-to-point. The ring algorithms are in communicator_mpi_ring.cpp,
 // asynchronous collectives in communicator_mpi_async.cpp.
 //
 // Errors come back as codes (MPI_ERRORS_RETURN) and leave as Status messages that name the call, the
-// MPI function and MPI_Error_string's text. Bytes are counted by the ring convention that nccl-tests'
-// bus bandwidth assumes (comm/byte_counting.hpp), whatever algorithm Open MPI picks underneath, so that
-// a strategy's traffic reads the same on every backend. The watchdog, the flight recorder and the
-// collective check are the stack's layers around it (comm/communicator_stack.hpp), as for every backend.
+// MPI function and MPI_Error_string's text. Counting, the watchdog, the flight recorder and the collective
+// check are the stack's layers around it (comm/communicator_stack.hpp), as for every backend; the counting
+// layer counts bytes by the ring convention whatever algorithm Open MPI picks underneath.
 #include "comm/mpi_communicator.hpp"
 
 #include "comm/mpi_buffer.hpp"
@@ -86,17 +85,6 @@ MpiCommunicator::~MpiCommunicator() {
     if (*c != MPI_COMM_NULL && mpi::active()) MPI_Comm_free(c);
 }
 
-void MpiCommunicator::add(const Traffic& traffic, double busy_seconds, double blocked_seconds, std::uint64_t calls) {
-  CommStats delta;
-  delta.bytes_sent = traffic.sent;
-  delta.bytes_received = traffic.received;
-  delta.payload_bytes = traffic.payload;
-  delta.seconds = busy_seconds;
-  delta.blocked_seconds = blocked_seconds;
-  delta.calls = calls;
-  add_stats(delta);
-}
-
 void MpiCommunicator::check_tag(int tag, const std::string& call) const {
   if (tag < 0 || tag > tag_ub_)
     throw std::invalid_argument(call + ": tag " + std::to_string(tag) + " out of range [0, " + std::to_string(tag_ub_) +
@@ -116,23 +104,20 @@ void MpiCommunicator::check_peer(int peer, const std::string& call, const char* 
 }
 
 sdk::Status MpiCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const Buffer b = buffer_of(tensor, "allreduce", "the");
     const MPI_Op mop = mpi::reduce_op(tensor.scalar_type(), op);
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, b.data, b.count, b.type, mop, comm_), "allreduce", "MPI_Allreduce");
-    return allreduce_traffic(b.bytes, size_);
   });
 }
 
 // Counted as a pipelined chain from the root (what nccl-tests' busbw factor 1 assumes): every rank but
 // the root receives S, every rank but the last in the chain (the root's left neighbour) sends S.
 sdk::Status MpiCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const Buffer b = buffer_of(tensor, "broadcast", "the");
     check_peer(root, "broadcast", "root");
     check_mpi(MPI_Bcast(b.data, b.count, b.type, root, comm_), "broadcast", "MPI_Bcast");
-    const int last = (root + size_ - 1) % size_;
-    return Traffic{rank_ == last ? 0 : b.bytes, rank_ == root ? 0 : b.bytes, b.bytes};
   });
 }
 
@@ -170,32 +155,29 @@ void MpiCommunicator::native_reduce_scatter(MPI_Comm comm, const torch::Tensor& 
 }
 
 sdk::Status MpiCommunicator::allgather(const torch::Tensor& input, torch::Tensor& output) noexcept {
-  return counted([&] {
+  return guarded([&] {
     buffer_of(input, "allgather", "input");
-    const Buffer out = buffer_of(output, "allgather", "output");
+    buffer_of(output, "allgather", "output");
     mpi::check_allgather_shapes(input, output, size_, "allgather");
     native_allgather(comm_, input, output, "allgather");
-    return scatter_gather_traffic(out.bytes, size_);
   });
 }
 
 sdk::Status MpiCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
                                             sdk::ReduceOp op) noexcept {
-  return counted([&] {
-    const Buffer in = buffer_of(input, "reduce_scatter", "input");
+  return guarded([&] {
+    buffer_of(input, "reduce_scatter", "input");
     buffer_of(output, "reduce_scatter", "output");
     mpi::check_reduce_scatter_shapes(input, output, size_, "reduce_scatter");
     native_reduce_scatter(comm_, input, output, op, "reduce_scatter");
-    return scatter_gather_traffic(in.bytes, size_);
   });
 }
 
 sdk::Status MpiCommunicator::send(const torch::Tensor& tensor, int dst, int tag) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const Buffer b = buffer_of(tensor, "send", "the");
     check_point_to_point(dst, tag, "send", "destination");
     check_mpi(MPI_Send(b.data, b.count, b.type, dst, tag, comm_), "send", "MPI_Send");
-    return Traffic{b.bytes, 0, b.bytes};
   });
 }
 
@@ -220,18 +202,17 @@ void check_received(int rc, const MPI_Status& status, const Buffer& b, const std
 }  // namespace
 
 sdk::Status MpiCommunicator::recv(torch::Tensor& tensor, int src, int tag) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const Buffer b = buffer_of(tensor, "recv", "the");
     check_point_to_point(src, tag, "recv", "source");
     MPI_Status status;
     const int rc = MPI_Recv(b.data, b.count, b.type, src, tag, comm_, &status);
     check_received(rc, status, b, "recv", "rank " + std::to_string(src), tag);
-    return Traffic{0, b.bytes, b.bytes};
   });
 }
 
 sdk::Status MpiCommunicator::recv_any(torch::Tensor& tensor, int tag, int* source) noexcept {
-  return counted([&] {
+  return guarded([&] {
     if (source == nullptr) throw std::invalid_argument("recv_any: source is null");
     const Buffer b = buffer_of(tensor, "recv_any", "the");
     check_tag(tag, "recv_any");
@@ -243,15 +224,11 @@ sdk::Status MpiCommunicator::recv_any(torch::Tensor& tensor, int tag, int* sourc
     const bool known = from >= 0 && from < size_;
     check_received(rc, status, b, "recv_any", known ? "rank " + std::to_string(from) : "a rank", tag);
     *source = from;
-    return Traffic{0, b.bytes, b.bytes};
   });
 }
 
 sdk::Status MpiCommunicator::barrier() noexcept {
-  return counted([&] {
-    check_mpi(MPI_Barrier(comm_), "barrier", "MPI_Barrier");
-    return Traffic{};
-  });
+  return guarded([&] { check_mpi(MPI_Barrier(comm_), "barrier", "MPI_Barrier"); });
 }
 
 std::unique_ptr<HostCommunicator> make_mpi_communicator() { return std::make_unique<MpiCommunicator>(); }

@@ -3,8 +3,8 @@
 // the order the caller issued them; a blocking MPI call there progresses by itself while the caller computes, which
 // MPI_Iallreduce in Open MPI does not (it moves only while the caller is inside MPI).
 //
-// Counting: bytes, S and the call when the operation starts; busy time while it runs on the worker
-// (comm/async_worker.hpp says exactly which interval); blocked time while a caller waits for it.
+// The layers above learn when the worker runs each one (comm/async_progress.hpp): the flight recorder marks it
+// running and done, the counting layer counts its busy time.
 #include "comm/async_progress.hpp"
 #include "comm/mpi_buffer.hpp"
 #include "comm/mpi_communicator.hpp"
@@ -16,58 +16,35 @@
 
 namespace gradsweep::comm {
 
-// One asynchronous operation as the caller sees it. The job holds the tensor until it has run.
+// One asynchronous operation as the caller sees it. The job holds the tensor until it has run; the
+// communicator's destructor runs every job first, so a request may outlive it.
 class MpiRequest final : public sdk::Request {
  public:
-  MpiRequest(MpiCommunicator& owner, std::shared_ptr<AsyncWorker::Job> job) : owner_(&owner), job_(std::move(job)) {
-    const std::lock_guard<std::mutex> lock(owner.requests_mutex_);
-    owner.requests_.insert(this);
-  }
-  ~MpiRequest() override {
-    wait();  // destroying an un-waited request completes it
-    if (owner_ != nullptr) {
-      const std::lock_guard<std::mutex> lock(owner_->requests_mutex_);
-      owner_->requests_.erase(this);
-    }
-  }
+  explicit MpiRequest(std::shared_ptr<AsyncWorker::Job> job) : job_(std::move(job)) {}
+  ~MpiRequest() override { wait(); }  // destroying an un-waited request completes it
 
   sdk::Status wait() noexcept override {
     if (!job_) return result_;
-    if (owner_ == nullptr) {  // the communicator is gone; it completed the job first
-      result_ = job_->wait();
-      job_.reset();
-      return result_;
-    }
-    const auto t0 = MpiCommunicator::Clock::now();
     result_ = job_->wait();
-    // Blocked until the operation finished; the moment this thread is scheduled again is not
-    // communication (and counting it could make blocked exceed busy for tiny operations).
-    const double blocked = std::max(
-        0.0, std::chrono::duration<double>(std::min(MpiCommunicator::Clock::now(), job_->finished_at()) - t0).count());
-    owner_->add({}, 0.0, blocked, 0);
     job_.reset();
     return result_;
   }
 
-  // The communicator is going away, after completing every job: stop referring to it.
-  void detach() { owner_ = nullptr; }
-
  private:
-  MpiCommunicator* owner_;
   std::shared_ptr<AsyncWorker::Job> job_;
   sdk::Status result_;
 };
 
 void MpiCommunicator::enqueue_async(std::function<void()> body, std::unique_ptr<sdk::Request>* request) {
-  // The recorder layer's entry for this call (if any) is marked as the worker runs it.
+  // The layers' listeners for this call (the recorder's entry, the counting layer's clock) hear as it runs.
   auto run = [body = std::move(body), progress = AsyncProgress::claim()] {
     progress.started();
     const sdk::Status status = sdk::guard(body);
     progress.finished(status.ok);
     return status;
   };
-  auto job = worker_.submit(std::move(run), [this](double busy) { add({}, busy, 0.0, 0); });
-  *request = std::make_unique<MpiRequest>(*this, std::move(job));
+  auto job = worker_.submit(std::move(run));
+  *request = std::make_unique<MpiRequest>(std::move(job));
 }
 
 namespace {
@@ -86,7 +63,7 @@ std::string async_name(sdk::Algorithm algorithm, const char* op) {
 
 sdk::Status MpiCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op,
                                                 std::unique_ptr<sdk::Request>* request) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const std::string call = async_name(algorithm, "allreduce");
     if (request == nullptr) throw std::invalid_argument(call + ": request is null");
     const bool hierarchical = algorithm == sdk::Algorithm::Hierarchical;
@@ -106,7 +83,6 @@ sdk::Status MpiCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch:
       };
     }
     enqueue_async(std::move(body), request);
-    return allreduce_traffic(b.bytes, size_);
   });
 }
 
@@ -114,11 +90,11 @@ sdk::Status MpiCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch:
 sdk::Status MpiCommunicator::reduce_scatter_async_by(sdk::Algorithm algorithm, const torch::Tensor& input,
                                                      torch::Tensor& output, sdk::ReduceOp op,
                                                      std::unique_ptr<sdk::Request>* request) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const std::string call = async_name(algorithm, "reduce_scatter");
     if (request == nullptr) throw std::invalid_argument(call + ": request is null");
     const bool ring = algorithm != sdk::Algorithm::Native;
-    const mpi::Buffer in = mpi::buffer_of(input, call, "input");
+    mpi::buffer_of(input, call, "input");
     mpi::buffer_of(output, call, "output");
     mpi::check_reduce_scatter_shapes(input, output, size_, call);
     mpi::reduce_op(input.scalar_type(), op);  // rejects an unknown op before queueing
@@ -134,19 +110,18 @@ sdk::Status MpiCommunicator::reduce_scatter_async_by(sdk::Algorithm algorithm, c
       };
     }
     enqueue_async(std::move(body), request);
-    return scatter_gather_traffic(in.bytes, size_);
   });
 }
 
 sdk::Status MpiCommunicator::allgather_async_by(sdk::Algorithm algorithm, const torch::Tensor& input,
                                                 torch::Tensor& output,
                                                 std::unique_ptr<sdk::Request>* request) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const std::string call = async_name(algorithm, "allgather");
     if (request == nullptr) throw std::invalid_argument(call + ": request is null");
     const bool ring = algorithm != sdk::Algorithm::Native;
     mpi::buffer_of(input, call, "input");
-    const mpi::Buffer out = mpi::buffer_of(output, call, "output");
+    mpi::buffer_of(output, call, "output");
     mpi::check_allgather_shapes(input, output, size_, call);
     std::function<void()> body;
     if (ring) {
@@ -160,7 +135,6 @@ sdk::Status MpiCommunicator::allgather_async_by(sdk::Algorithm algorithm, const 
       };
     }
     enqueue_async(std::move(body), request);
-    return scatter_gather_traffic(out.bytes, size_);
   });
 }
 
@@ -168,9 +142,6 @@ void MpiCommunicator::drain_async() {
   // Unwatched, the stack's layers being gone: a job is pending here only when its request outlives the
   // communicator (a strategy that keeps one past its end), and the job's launcher still ends a rank stuck in it.
   worker_.drain();
-  const std::lock_guard<std::mutex> lock(requests_mutex_);
-  for (MpiRequest* r : requests_) r->detach();
-  requests_.clear();
 }
 
 }  // namespace gradsweep::comm

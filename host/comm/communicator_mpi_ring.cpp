@@ -43,60 +43,54 @@ sdk::Status MpiCommunicator::with_algorithm(sdk::Algorithm algorithm, sdk::Commu
                             " (the MPI backend has native, ring and hierarchical)");
 }
 
-Traffic MpiCommunicator::ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op,
-                                        const std::string& call) {
-  const mpi::Buffer b = buffer_of(tensor, call, "the");
+void MpiCommunicator::ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op, const std::string& call) {
+  buffer_of(tensor, call, "the");  // its checks
   check_op(op, call);
   mpi::RingTransport transport(comm, rank_, size_, call, peer_waits_.get());
   ring::allreduce(transport, tensor, op, ring_tuning_);
-  return allreduce_traffic(b.bytes, size_);
 }
 
-Traffic MpiCommunicator::hierarchical_allreduce(const mpi::NodeSplit& split, MPI_Comm flat, torch::Tensor& tensor,
-                                                sdk::ReduceOp op, const std::string& call) {
+void MpiCommunicator::hierarchical_allreduce(const mpi::NodeSplit& split, MPI_Comm flat, torch::Tensor& tensor,
+                                             sdk::ReduceOp op, const std::string& call) {
   if (!split.uneven().empty()) return ring_allreduce(flat, tensor, op, call);
-  const mpi::Buffer b = buffer_of(tensor, call, "the");
+  buffer_of(tensor, call, "the");  // its checks
   check_op(op, call);
   mpi::RingTransport node(split.node(), split.node_rank(), split.node_size(), call + " (intra-node)");
   mpi::RingTransport cross(split.cross(), split.cross_rank(), split.cross_size(), call + " (inter-node)");
   hierarchical::Phases phases;
   hierarchical::allreduce(node, cross, tensor, op, ring_tuning_, &phases);
   if (&split == split_.get()) last_phases_ = phases;
-  // Counted as the ring would move it, like every algorithm (comm/byte_counting.hpp).
-  return allreduce_traffic(b.bytes, size_);
 }
 
 sdk::Status MpiCommunicator::allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
   if (algorithm == sdk::Algorithm::Native) return allreduce(tensor, op);
   if (algorithm == sdk::Algorithm::Hierarchical)
-    return counted([&] { return hierarchical_allreduce(*split_, ring_comm_, tensor, op, "hierarchical allreduce"); });
-  return counted([&] { return ring_allreduce(ring_comm_, tensor, op, "ring allreduce"); });
+    return guarded([&] { hierarchical_allreduce(*split_, ring_comm_, tensor, op, "hierarchical allreduce"); });
+  return guarded([&] { ring_allreduce(ring_comm_, tensor, op, "ring allreduce"); });
 }
 
 sdk::Status MpiCommunicator::allgather_by(sdk::Algorithm algorithm, const torch::Tensor& input,
                                           torch::Tensor& output) noexcept {
   if (algorithm == sdk::Algorithm::Native) return allgather(input, output);
-  return counted([&] {
+  return guarded([&] {
     buffer_of(input, "ring allgather", "input");
-    const mpi::Buffer out = buffer_of(output, "ring allgather", "output");
+    buffer_of(output, "ring allgather", "output");
     mpi::check_allgather_shapes(input, output, size_, "ring allgather");
     mpi::RingTransport transport(ring_comm_, rank_, size_, "ring allgather", peer_waits_.get());
     ring::allgather(transport, input, output, ring_tuning_);
-    return scatter_gather_traffic(out.bytes, size_);
   });
 }
 
 sdk::Status MpiCommunicator::reduce_scatter_by(sdk::Algorithm algorithm, const torch::Tensor& input,
                                                torch::Tensor& output, sdk::ReduceOp op) noexcept {
   if (algorithm == sdk::Algorithm::Native) return reduce_scatter(input, output, op);
-  return counted([&] {
-    const mpi::Buffer in = buffer_of(input, "ring reduce_scatter", "input");
+  return guarded([&] {
+    buffer_of(input, "ring reduce_scatter", "input");
     buffer_of(output, "ring reduce_scatter", "output");
     mpi::check_reduce_scatter_shapes(input, output, size_, "ring reduce_scatter");
     check_op(op, "ring reduce_scatter");
     mpi::RingTransport transport(ring_comm_, rank_, size_, "ring reduce_scatter", peer_waits_.get());
     ring::reduce_scatter(transport, input, output, op, ring_tuning_);
-    return scatter_gather_traffic(in.bytes, size_);
   });
 }
 

@@ -275,7 +275,7 @@ sdk::Status NcclCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp op)
   });
 }
 
-// Counted as a pipelined chain from the root, as the MPI backend counts it.
+// Counted as a pipelined chain from the root (comm/byte_counting.hpp), as the counting layer counts the others.
 sdk::Status NcclCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept {
   return counted([&] {
     DeviceBuffer b = device_buffer(tensor, device_, "broadcast", "the");
@@ -284,8 +284,7 @@ sdk::Status NcclCommunicator::broadcast(torch::Tensor& tensor, int root) noexcep
         call_shape(CommOp::Broadcast, tensor, -1, root), "ncclBroadcast",
         [&](cudaStream_t stream) { return ncclBroadcast(b.data(), b.data(), b.count, b.type, root, comm_, stream); });
     b.finish();
-    const int last = (root + size_ - 1) % size_;
-    return Outcome{Traffic{rank_ == last ? 0 : b.bytes, rank_ == root ? 0 : b.bytes, b.bytes}, s};
+    return Outcome{broadcast_traffic(b.bytes, size_, rank_, root), s};
   });
 }
 

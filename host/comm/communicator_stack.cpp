@@ -2,6 +2,7 @@
 
 #include "comm/checked_communicator.hpp"
 #include "comm/collective_timeout.hpp"
+#include "comm/counting_communicator.hpp"
 #include "comm/recorder_communicator.hpp"
 
 namespace gradsweep::comm {
@@ -13,6 +14,7 @@ constexpr double kDefaultTimeoutSeconds = 600.0;
 std::unique_ptr<HostCommunicator> wrap_communicator(std::unique_ptr<HostCommunicator> backend,
                                                     const StackOptions& options) {
   std::unique_ptr<HostCommunicator> stack = std::move(backend);
+  if (!options.built_in.counting) stack = std::make_unique<CountingCommunicator>(std::move(stack));
   if (!options.built_in.recorder) stack = std::make_unique<RecorderCommunicator>(std::move(stack));
   if (!options.built_in.watchdog) {
     const double limit =

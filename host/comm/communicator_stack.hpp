@@ -7,10 +7,12 @@
 //   WatchdogCommunicator    each call numbered and watched; one past the deadline named by rank, call, number,
 //                           with the verdict of the ranks' flight-recorder dumps
 //   RecorderCommunicator    each call in the flight recorder; fingerprints (runtime.check_collectives); dumps
-//   the backend             a transport: it moves the data and counts its bytes and time
+//   CountingCommunicator    each call's bytes, size, time and count, into the ledger that take_stats() reads
+//   the backend             a transport: it moves the data
 //
-// A backend that carries a layer inside it (BuiltInLayers: the NCCL backend watches the GPU's work and keeps
-// its own flight recorder) does not get that layer again, so that nothing is reported twice.
+// A backend that carries a layer inside it (BuiltInLayers: the NCCL backend watches the GPU's work, keeps its
+// own flight recorder and counts the GPU's time) does not get that layer again, so that nothing is reported
+// twice.
 #include "comm/host_communicator.hpp"
 #include "comm/watchdog_communicator.hpp"
 
@@ -22,6 +24,7 @@ namespace gradsweep::comm {
 struct BuiltInLayers {
   bool watchdog = false;  // its own stuck-call watchdog and hang verdict (NCCL)
   bool recorder = false;  // its own flight recorder, fingerprint check and dumps (NCCL)
+  bool counting = false;  // its own byte and time counting (NCCL: the time its work took on the GPU)
 };
 
 struct StackOptions {

@@ -1,6 +1,7 @@
 #pragma once
-// The host side of sdk::Communicator: every backend counts bytes and time the same way, so that
-// metrics mean the same thing whatever moved the data.
+// The host side of sdk::Communicator: the counters every backend's calls go into, counted the same way
+// (by the stack's counting layer, comm/counting_communicator.hpp), so that metrics mean the same thing
+// whatever moved the data.
 #include "comm/comm_ledger.hpp"
 
 #include <gradsweep/sdk/services.hpp>
@@ -65,7 +66,8 @@ class HostCommunicator : public sdk::Communicator {
   sdk::Status no_groups(const char* call) const {
     return sdk::Status::Error(std::string(call) + ": the " + backend() + " backend has no sub-communicators");
   }
-  // Adds to the counters from any thread (and, for a group, to its parent's).
+  // Adds to the counters from any thread (and, for a group, to its parent's): the counting layer, and a
+  // backend that counts for itself (BuiltInLayers::counting, comm/communicator_stack.hpp).
   void add_stats(const CommStats& delta) { ledger_->add(delta); }
   // Makes this communicator a group of `parent` named `name`: before its first call.
   void link_to_parent(HostCommunicator& parent, const std::string& name) {
@@ -74,6 +76,8 @@ class HostCommunicator : public sdk::Communicator {
   // A layer around `inner` (comm/communicator_layer.hpp) counts into, names and closes inner's ledger:
   // the stack is one communicator to the trainer, whichever layer holds the counters.
   void share_ledger_with(const HostCommunicator& inner) { ledger_ = inner.ledger_; }
+  // For what counts after its communicator may be gone (an async call's worker: comm/counting_communicator.hpp).
+  const std::shared_ptr<CommLedger>& ledger() const { return ledger_; }
 
  private:
   std::shared_ptr<CommLedger> ledger_ = std::make_shared<CommLedger>();

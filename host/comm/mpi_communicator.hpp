@@ -8,7 +8,6 @@
 #include "comm/algorithms/ring.hpp"
 #include "comm/async_worker.hpp"
 #include "comm/backend_features.hpp"
-#include "comm/byte_counting.hpp"
 #include "comm/host_communicator.hpp"
 #include "comm/mpi_node_split.hpp"
 #include "comm/mpi_runtime.hpp"
@@ -18,22 +17,14 @@
 
 #include <mpi.h>
 
-#include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <optional>
-#include <set>
 #include <string>
 
 namespace gradsweep::comm {
 
-class MpiRequest;
-
 class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
  public:
-  using Clock = std::chrono::steady_clock;
-
   // The job's communicator: every rank of MPI_COMM_WORLD.
   MpiCommunicator() : MpiCommunicator(MPI_COMM_WORLD, nullptr, "") {}
   // A group's (sdk::Group, through HostGroup): the ranks of `base` (the parent's split, which the caller
@@ -90,22 +81,13 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
                                  std::unique_ptr<sdk::Request>* request) noexcept override;
 
  private:
-  friend class MpiRequest;
-
-  // Runs one blocking call: `body` checks its arguments and communicates, throwing on failure, and
-  // returns its Traffic. Its time counts as busy and blocked whether it succeeds or not, its bytes only
-  // when it does (docs/communicators.md).
+  // Runs one call: `body` checks its arguments and communicates, throwing on failure (the counting layer
+  // above counts it: comm/counting_communicator.hpp).
   template <class Body>
-  sdk::Status counted(Body&& body) noexcept {
+  sdk::Status guarded(Body&& body) noexcept {
     if (sdk::Status unusable = usable(); !unusable.ok) return unusable;
-    const auto t0 = Clock::now();
-    std::optional<Traffic> traffic;
-    sdk::Status status = sdk::guard([&] { traffic = body(); });
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    add(traffic.value_or(Traffic{}), seconds, seconds, 1);
-    return status;
+    return sdk::guard(body);
   }
-  void add(const Traffic& traffic, double busy_seconds, double blocked_seconds, std::uint64_t calls);
   // A group whose parent is gone, or whose MPI was finalised, refuses every call (HostCommunicator).
   sdk::Status usable() const {
     if (group_name().empty()) return sdk::Status::Ok();
@@ -127,12 +109,12 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
   // Queues `body` on the worker and hands the caller its request.
   void enqueue_async(std::function<void()> body, std::unique_ptr<sdk::Request>* request);
   // The ring versions, on `comm` (ring_comm_ from calling threads, async_comm_ on the worker).
-  Traffic ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op, const std::string& call);
+  void ring_allreduce(MPI_Comm comm, torch::Tensor& tensor, sdk::ReduceOp op, const std::string& call);
   // Hierarchical on `split` (split_ from calling threads, async_split_ on the worker); the flat ring on
   // `flat` when the nodes are uneven.
-  Traffic hierarchical_allreduce(const mpi::NodeSplit& split, MPI_Comm flat, torch::Tensor& tensor, sdk::ReduceOp op,
-                                 const std::string& call);
-  // Completes every queued async operation and detaches the requests left.
+  void hierarchical_allreduce(const mpi::NodeSplit& split, MPI_Comm flat, torch::Tensor& tensor, sdk::ReduceOp op,
+                              const std::string& call);
+  // Completes every queued async operation.
   void drain_async();
 
   // Three duplicates of MPI_COMM_WORLD, so that traffic of different kinds never matches: comm_ for the
@@ -155,8 +137,6 @@ class MpiCommunicator final : public HostCommunicator, public AlgorithmCalls {
 
  private:
   hierarchical::Phases last_phases_;
-  std::mutex requests_mutex_;
-  std::set<MpiRequest*> requests_;  // requests alive, detached when the communicator goes
   // Last member: destroyed (joined) first, while everything its jobs use still exists.
   AsyncWorker worker_;
 };

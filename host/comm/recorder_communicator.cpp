@@ -45,6 +45,20 @@ class RecordedRequest final : public sdk::Request {
   std::uint64_t id_;
 };
 
+// Entry `id` marked running and done as the backend's worker runs the call (comm/async_progress.hpp).
+class RecordedProgress final : public AsyncProgress::Listener {
+ public:
+  RecordedProgress(std::shared_ptr<void> keep, FlightRecorder& recorder, std::uint64_t id)
+      : keep_(std::move(keep)), recorder_(recorder), id_(id) {}
+  void started() override { recorder_.start(id_); }
+  void finished(bool ok) override { recorder_.finish(id_, ok); }
+
+ private:
+  std::shared_ptr<void> keep_;  // the recorder's owner
+  FlightRecorder& recorder_;
+  std::uint64_t id_;
+};
+
 CallShape with_tag(CallShape shape, int tag) {
   shape.tag = tag;
   return shape;
@@ -155,7 +169,7 @@ sdk::Status RecorderCommunicator::recorded_async(const CallShape& shape, std::un
   bool claimed = false;
   {
     // A backend that queues the call marks it running and done as its worker runs it (comm/async_progress.hpp).
-    const AsyncProgress::Issuing issuing(AsyncProgress(std::shared_ptr<FlightRecorder>(shared_, &recorder), id));
+    const AsyncProgress::Issuing issuing(std::make_shared<RecordedProgress>(shared_, recorder, id));
     status = body();
     claimed = issuing.claimed();
   }

@@ -1,4 +1,6 @@
-// The one-rank backend counts like the MPI one: every call once, its size S, no bytes, blocked = busy.
+// The one-rank backend in the stack's layers (as a strategy gets it): counted like every backend by the
+// counting layer, every call once, its size S, no bytes, blocked = busy.
+#include "comm/communicator_stack.hpp"
 #include "comm/host_communicator.hpp"
 #include "comm/host_group.hpp"
 
@@ -8,7 +10,7 @@ namespace gradsweep {
 namespace {
 
 TEST(LocalCommunicator, CountsCallsPayloadAndTimes) {
-  auto comm = comm::make_local_communicator();
+  auto comm = comm::wrap_communicator(comm::make_local_communicator());
   torch::Tensor t = torch::ones({256});
   ASSERT_TRUE(comm->allreduce(t, sdk::ReduceOp::Sum).ok);
   torch::Tensor out = torch::zeros({256});
@@ -30,7 +32,7 @@ TEST(LocalCommunicator, CountsCallsPayloadAndTimes) {
 }
 
 TEST(LocalCommunicator, EveryAlgorithmIsTheCommunicatorAndRecvAnyHasNoPeers) {
-  auto comm = comm::make_local_communicator();
+  auto comm = comm::wrap_communicator(comm::make_local_communicator());
   sdk::Communicator* view = nullptr;
   ASSERT_TRUE(comm->with_algorithm(sdk::Algorithm::Ring, &view).ok);
   EXPECT_EQ(view, comm.get());
@@ -44,7 +46,7 @@ TEST(LocalCommunicator, EveryAlgorithmIsTheCommunicatorAndRecvAnyHasNoPeers) {
 // Sub-communicators on one rank: a group of one, named like the MPI backend's, counted in the parent's
 // totals and under its name, refusing a negative color and any call once its parent is gone.
 TEST(LocalCommunicator, GroupsAreOneRankNamedAndCountedInTheParent) {
-  auto comm = comm::make_local_communicator();
+  auto comm = comm::wrap_communicator(comm::make_local_communicator());
   EXPECT_NE(comm->features() & sdk::kGroups, 0u);
   std::unique_ptr<sdk::Group> split, node, across;
   ASSERT_TRUE(comm->split(3, 0, &split).ok);

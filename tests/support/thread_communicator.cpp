@@ -10,8 +10,6 @@
 namespace gradsweep::test {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 bool supported(torch::ScalarType t) {
   switch (t) {
     case torch::kFloat:
@@ -26,10 +24,10 @@ bool supported(torch::ScalarType t) {
 }
 
 // What only this backend checks of one tensor argument, as the MPI backend does (mpi::buffer_of): the
-// device, the dtypes MPI has and the count one MPI call takes; returns its bytes. The rules every backend
+// device, the dtypes MPI has and the count one MPI call takes. The rules every backend
 // shares (defined, contiguous, sizes, ranks, tags, features) are the stack's argument-check layer's
 // (comm/checked_communicator.hpp), which run_ranks puts in front of this communicator.
-std::uint64_t checked(const torch::Tensor& t, const std::string& call, const char* role) {
+void checked(const torch::Tensor& t, const std::string& call, const char* role) {
   const std::string who = call + ": " + role + " tensor";
   if (!t.device().is_cpu())
     throw std::invalid_argument(who + " is on " + t.device().str() + "; the thread-ranks harness moves CPU tensors");
@@ -39,7 +37,6 @@ std::uint64_t checked(const torch::Tensor& t, const std::string& call, const cha
   if (t.numel() > INT_MAX)
     throw std::invalid_argument(who + " has " + std::to_string(t.numel()) +
                                 " elements; one MPI call moves at most 2^31-1: split it");
-  return static_cast<std::uint64_t>(t.numel()) * t.element_size();
 }
 
 std::string describe(const std::string& call, const torch::Tensor& t) {
@@ -67,9 +64,7 @@ class ThreadRequest final : public sdk::Request {
   sdk::Status wait() noexcept override {
     if (!pending_) return result_;
     if (sdk::Status gone = owner_.parent_status("wait"); !gone.ok) return gone;
-    const auto t0 = Clock::now();
     result_ = sdk::guard([&] { hub_.wait(owner_.world_rank(), *pending_, what_); });
-    owner_.add_blocked(std::chrono::duration<double>(Clock::now() - t0).count());
     pending_.reset();
     return result_;
   }
@@ -132,30 +127,11 @@ ThreadCommunicator::ThreadCommunicator(RankHub& hub, ThreadRanksShape shape, int
   }
 }
 
-void ThreadCommunicator::add_blocked(double seconds) {
-  comm::CommStats delta;
-  delta.seconds = delta.blocked_seconds = seconds;
-  add_stats(delta);
-}
-
 // A group whose parent is gone touches nothing (the hub may be gone with it).
 template <class Body>
-sdk::Status ThreadCommunicator::counted(Body&& body) noexcept {
+sdk::Status ThreadCommunicator::guarded(Body&& body) noexcept {
   if (sdk::Status gone = parent_status(); !gone.ok) return gone;
-  const auto t0 = Clock::now();
-  comm::Traffic traffic;
-  const sdk::Status status = sdk::guard([&] { traffic = body(); });
-  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  comm::CommStats delta;
-  if (status.ok) {
-    delta.bytes_sent = traffic.sent;
-    delta.bytes_received = traffic.received;
-    delta.payload_bytes = traffic.payload;
-  }
-  delta.seconds = delta.blocked_seconds = seconds;
-  delta.calls = 1;
-  add_stats(delta);
-  return status;
+  return sdk::guard(body);
 }
 
 void ThreadCommunicator::blocking(CollectiveCall call) {
@@ -200,26 +176,22 @@ sdk::Status ThreadCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp o
 
 sdk::Status ThreadCommunicator::allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor,
                                              sdk::ReduceOp op) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const std::string call = named(algorithm, "allreduce", false);
-    const std::uint64_t bytes = checked(tensor, call, "the");
+    checked(tensor, call, "the");
     blocking(reduction(CollectiveKind::Allreduce, algorithm, tensor, tensor, op, call));
-    return comm::allreduce_traffic(bytes, size_);
   });
 }
 
-// Counted as the MPI backend counts it: a pipelined chain from the root.
 sdk::Status ThreadCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept {
-  return counted([&] {
-    const std::uint64_t bytes = checked(tensor, "broadcast", "the");
+  return guarded([&] {
+    checked(tensor, "broadcast", "the");
     CollectiveCall c;
     c.kind = CollectiveKind::Broadcast;
     c.root = root;
     c.input = c.output = tensor;
     c.what = describe("broadcast", tensor);
     blocking(std::move(c));
-    const int last = (root + size_ - 1) % size_;
-    return comm::Traffic{rank_ == last ? 0 : bytes, rank_ == root ? 0 : bytes, bytes};
   });
 }
 
@@ -229,12 +201,11 @@ sdk::Status ThreadCommunicator::allgather(const torch::Tensor& input, torch::Ten
 
 sdk::Status ThreadCommunicator::allgather_by(sdk::Algorithm algorithm, const torch::Tensor& input,
                                              torch::Tensor& output) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const std::string call = named(algorithm, "allgather", false);
     checked(input, call, "input");
-    const std::uint64_t bytes = checked(output, call, "output");
+    checked(output, call, "output");
     blocking(gather(algorithm, input, output, call));
-    return comm::scatter_gather_traffic(bytes, size_);
   });
 }
 
@@ -245,22 +216,20 @@ sdk::Status ThreadCommunicator::reduce_scatter(const torch::Tensor& input, torch
 
 sdk::Status ThreadCommunicator::reduce_scatter_by(sdk::Algorithm algorithm, const torch::Tensor& input,
                                                   torch::Tensor& output, sdk::ReduceOp op) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const std::string call = named(algorithm, "reduce_scatter", false);
-    const std::uint64_t bytes = checked(input, call, "input");
+    checked(input, call, "input");
     checked(output, call, "output");
     blocking(reduction(CollectiveKind::ReduceScatter, algorithm, input, output, op, call));
-    return comm::scatter_gather_traffic(bytes, size_);
   });
 }
 
 sdk::Status ThreadCommunicator::barrier() noexcept {
-  return counted([&] {
+  return guarded([&] {
     CollectiveCall c;
     c.kind = CollectiveKind::Barrier;
     c.what = "barrier";
     blocking(std::move(c));
-    return comm::Traffic{};
   });
 }
 
@@ -271,11 +240,10 @@ sdk::Status ThreadCommunicator::allreduce_async(torch::Tensor& tensor, sdk::Redu
 
 sdk::Status ThreadCommunicator::allreduce_async_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op,
                                                    std::unique_ptr<sdk::Request>* request) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const std::string call = named(algorithm, "allreduce", true);
-    const std::uint64_t bytes = checked(tensor, call, "the");
+    checked(tensor, call, "the");
     issue(reduction(CollectiveKind::Allreduce, algorithm, tensor, tensor, op, call), request);
-    return comm::allreduce_traffic(bytes, size_);
   });
 }
 
@@ -288,12 +256,11 @@ sdk::Status ThreadCommunicator::reduce_scatter_async(const torch::Tensor& input,
 sdk::Status ThreadCommunicator::reduce_scatter_async_by(sdk::Algorithm algorithm, const torch::Tensor& input,
                                                         torch::Tensor& output, sdk::ReduceOp op,
                                                         std::unique_ptr<sdk::Request>* request) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const std::string call = named(algorithm, "reduce_scatter", true);
-    const std::uint64_t bytes = checked(input, call, "input");
+    checked(input, call, "input");
     checked(output, call, "output");
     issue(reduction(CollectiveKind::ReduceScatter, algorithm, input, output, op, call), request);
-    return comm::scatter_gather_traffic(bytes, size_);
   });
 }
 
@@ -305,12 +272,11 @@ sdk::Status ThreadCommunicator::allgather_async(const torch::Tensor& input, torc
 sdk::Status ThreadCommunicator::allgather_async_by(sdk::Algorithm algorithm, const torch::Tensor& input,
                                                    torch::Tensor& output,
                                                    std::unique_ptr<sdk::Request>* request) noexcept {
-  return counted([&] {
+  return guarded([&] {
     const std::string call = named(algorithm, "allgather", true);
     checked(input, call, "input");
-    const std::uint64_t bytes = checked(output, call, "output");
+    checked(output, call, "output");
     issue(gather(algorithm, input, output, call), request);
-    return comm::scatter_gather_traffic(bytes, size_);
   });
 }
 
@@ -329,10 +295,9 @@ sdk::Status ThreadCommunicator::with_algorithm(sdk::Algorithm algorithm, sdk::Co
 }
 
 sdk::Status ThreadCommunicator::send(const torch::Tensor& tensor, int dst, int tag) noexcept {
-  return counted([&] {
-    const std::uint64_t bytes = checked(tensor, "send", "the");
+  return guarded([&] {
+    checked(tensor, "send", "the");
     hub_.post(shape_.context, rank_, world_rank_, shape_.members[static_cast<std::size_t>(dst)], tag, tensor.clone());
-    return comm::Traffic{bytes, 0, bytes};
   });
 }
 
@@ -353,21 +318,19 @@ Message ThreadCommunicator::received(const std::string& call, int source, int ta
 }
 
 sdk::Status ThreadCommunicator::recv(torch::Tensor& tensor, int src, int tag) noexcept {
-  return counted([&] {
-    const std::uint64_t bytes = checked(tensor, "recv", "the");
+  return guarded([&] {
+    checked(tensor, "recv", "the");
     const Message m = received("recv", src, tag, tensor);
     tensor.copy_(m.payload.view(tensor.sizes()));
-    return comm::Traffic{0, bytes, bytes};
   });
 }
 
 sdk::Status ThreadCommunicator::recv_any(torch::Tensor& tensor, int tag, int* source) noexcept {
-  return counted([&] {
-    const std::uint64_t bytes = checked(tensor, "recv_any", "the");
+  return guarded([&] {
+    checked(tensor, "recv_any", "the");
     const Message m = received("recv_any", sdk::kAnySource, tag, tensor);
     tensor.copy_(m.payload.view(tensor.sizes()));
     *source = m.source;
-    return comm::Traffic{0, bytes, bytes};
   });
 }
 

@@ -12,8 +12,9 @@
 //   - with_algorithm's views (ring, hierarchical) compute what the native call computes;
 //   - send is eager (copied at once, never blocks), recv and recv_any take messages in MPI's order, and a
 //     message whose length or dtype differs from the receiving tensor is an error naming both;
-//   - bytes and calls counted by comm/byte_counting.hpp's convention (take_stats); times are real but
-//     mean little here (a collective takes as long as its slowest rank takes to join it);
+//   - bytes, calls and times counted by the stack's counting layer (comm/counting_communicator.hpp), as on
+//     every backend (take_stats); times are real but mean little here (a collective takes as long as its
+//     slowest rank takes to join it);
 //   - features() as configured (all of them by default), and a call to a missing feature fails;
 //   - split and group (ABI 1.8) make groups as the host's backends do (comm::HostGroup over a
 //     ThreadCommunicator on a context of the same hub, rank_hub.hpp), with every call above; GroupKind::Node
@@ -23,7 +24,6 @@
 #include "support/rank_hub.hpp"
 
 #include "comm/algorithm_view.hpp"
-#include "comm/byte_counting.hpp"
 #include "comm/host_communicator.hpp"
 #include "comm/watchdog_communicator.hpp"
 
@@ -97,8 +97,6 @@ class ThreadCommunicator final : public comm::HostCommunicator, private comm::Al
   sdk::Status group(sdk::GroupKind kind, std::unique_ptr<sdk::Group>* group) noexcept override;
 
   int world_rank() const { return world_rank_; }
-  // Adds a wait's blocked time (ThreadRequest).
-  void add_blocked(double seconds);
 
  private:
   sdk::Status allreduce_by(sdk::Algorithm algorithm, torch::Tensor& tensor, sdk::ReduceOp op) noexcept override;
@@ -117,7 +115,7 @@ class ThreadCommunicator final : public comm::HostCommunicator, private comm::Al
   void blocking(CollectiveCall call);
   void issue(CollectiveCall call, std::unique_ptr<sdk::Request>* request);
   template <class Body>
-  sdk::Status counted(Body&& body) noexcept;
+  sdk::Status guarded(Body&& body) noexcept;
 
   CollectiveCall reduction(CollectiveKind kind, sdk::Algorithm algorithm, const torch::Tensor& input,
                            const torch::Tensor& output, sdk::ReduceOp op, const std::string& call) const;
