@@ -164,18 +164,18 @@ void CountingCommunicator::count(const CommStats& delta) noexcept {
 }
 
 sdk::Status CountingCommunicator::allreduce(torch::Tensor& tensor, sdk::ReduceOp op) noexcept {
-  return counted(allreduce_traffic(bytes_of(tensor), n()), [&] { return next().allreduce(tensor, op); });
+  return counted(allreduce_traffic(bytes_of(tensor), size()), [&] { return next().allreduce(tensor, op); });
 }
 sdk::Status CountingCommunicator::broadcast(torch::Tensor& tensor, int root) noexcept {
-  return counted(broadcast_traffic(bytes_of(tensor), n(), rank(), root),
+  return counted(broadcast_traffic(bytes_of(tensor), size(), rank(), root),
                  [&] { return next().broadcast(tensor, root); });
 }
 sdk::Status CountingCommunicator::allgather(const torch::Tensor& input, torch::Tensor& output) noexcept {
-  return counted(scatter_gather_traffic(bytes_of(output), n()), [&] { return next().allgather(input, output); });
+  return counted(scatter_gather_traffic(bytes_of(output), size()), [&] { return next().allgather(input, output); });
 }
 sdk::Status CountingCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
                                                  sdk::ReduceOp op) noexcept {
-  return counted(scatter_gather_traffic(bytes_of(input), n()),
+  return counted(scatter_gather_traffic(bytes_of(input), size()),
                  [&] { return next().reduce_scatter(input, output, op); });
 }
 sdk::Status CountingCommunicator::send(const torch::Tensor& tensor, int dst, int tag) noexcept {
@@ -195,18 +195,18 @@ sdk::Status CountingCommunicator::barrier() noexcept {
 }
 sdk::Status CountingCommunicator::allreduce_async(torch::Tensor& tensor, sdk::ReduceOp op,
                                                   std::unique_ptr<sdk::Request>* request) noexcept {
-  return counted_async(allreduce_traffic(bytes_of(tensor), n()), request,
+  return counted_async(allreduce_traffic(bytes_of(tensor), size()), request,
                        [&] { return next().allreduce_async(tensor, op, request); });
 }
 sdk::Status CountingCommunicator::reduce_scatter_async(const torch::Tensor& input, torch::Tensor& output,
                                                        sdk::ReduceOp op,
                                                        std::unique_ptr<sdk::Request>* request) noexcept {
-  return counted_async(scatter_gather_traffic(bytes_of(input), n()), request,
+  return counted_async(scatter_gather_traffic(bytes_of(input), size()), request,
                        [&] { return next().reduce_scatter_async(input, output, op, request); });
 }
 sdk::Status CountingCommunicator::allgather_async(const torch::Tensor& input, torch::Tensor& output,
                                                   std::unique_ptr<sdk::Request>* request) noexcept {
-  return counted_async(scatter_gather_traffic(bytes_of(output), n()), request,
+  return counted_async(scatter_gather_traffic(bytes_of(output), size()), request,
                        [&] { return next().allgather_async(input, output, request); });
 }
 

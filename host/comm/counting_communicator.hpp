@@ -64,7 +64,6 @@ class CountingCommunicator final : public CommunicatorLayer {
   sdk::Status counted_async(const Traffic& moved, std::unique_ptr<sdk::Request>* request, Body&& body) noexcept;
   // Into the ledger; a failure to count does not fail the call.
   void count(const CommStats& delta) noexcept;
-  int n() const { return size(); }
 
   std::shared_ptr<AsyncClock> clock_;
 };
