@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -15,9 +16,17 @@
 namespace gradsweep::comm::mpi {
 namespace {
 
-// How the first exchange of a collective waits once its neighbour is late (below).
+// How the first exchange of a collective waits once its neighbour is late (below): naps of 1/20 of the wait
+// so far, from 100 us to 1 ms, so that a late neighbour is noticed at most 5% of the wait later (or 100 us)
+// and a long wait tests ten times less often than a short one.
 constexpr auto kSpinBeforeNap = std::chrono::microseconds(50);
-constexpr long kNapNs = 100'000;
+constexpr long kShortestNapNs = 100'000;
+constexpr long kLongestNapNs = 1'000'000;
+
+timespec nap_after(std::chrono::steady_clock::duration waited) {
+  const long share = static_cast<long>(std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count() / 20);
+  return {0, std::clamp(share, kShortestNapNs, kLongestNapNs)};
+}
 
 // Napping in nanosleep wakes up to the thread's timer slack late (50 us by default): ask for 1 us, once
 // per thread that waits.
@@ -98,7 +107,8 @@ void RingTransport::finish(Ticket ticket) {
   // which takes as long as the ranks' computations differ (tens to hundreds of ms in a training step);
   // yielding through that cost a rank's communication thread 3-10x its useful CPU, taken from the
   // computation on a machine with no spare core (docs/measurements/strategies.md). So that wait naps between tests
-  // after a short spin: a late neighbour is noticed up to 100 us later, once per collective. The later
+  // after a short spin, longer as it goes on (nap_after): a neighbour 1 s late cost a waiting rank 25-30% of a
+  // core in 100 us naps. A late neighbour is noticed up to 5% of the wait later, once per collective. The later
   // exchanges find the neighbour there and only yield: napping in every one delayed each handshake
   // (builds that did were 0.6-0.9x as fast on gpt2-small-cpu).
   const bool may_nap = ticket == 0;
@@ -125,7 +135,7 @@ void RingTransport::finish(Ticket ticket) {
       napping = true;
     }
     if (napping) {
-      const timespec nap{0, kNapNs};
+      const timespec nap = nap_after(std::chrono::steady_clock::now() - began);
       nanosleep(&nap, nullptr);
     } else {
       sched_yield();
