@@ -10,6 +10,9 @@
 // "nodes" on one machine); its intra-node phases (reduce-scatter + all-gather) and its inter-node
 // allreduce are also timed apart, each with its own busbw: 2(L-1)/L x S over the intra time for L ranks
 // per node, 2(N-1)/N x S/L over the inter time for N nodes (each local rank's shard is S/L).
+//
+// Each algorithm runs through the communicator stack, as a strategy's calls do; `NAME-bare` runs it on the
+// MPI backend itself, so that `--algorithms native,native-bare` shows what the stack's layers cost per call.
 #include "cli/bench_comm_command.hpp"
 
 #include "comm/algorithms/ring.hpp"
@@ -35,6 +38,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gradsweep::cli {
@@ -89,6 +94,16 @@ std::string human_bytes(std::uint64_t b) {
   if (b >= (1ull << 20) && b % (1ull << 20) == 0) return std::to_string(b >> 20) + " MiB";
   if (b >= (1ull << 10) && b % (1ull << 10) == 0) return std::to_string(b >> 10) + " KiB";
   return std::to_string(b) + " B";
+}
+
+// "ring-bare" -> {"ring", true}: the algorithm on the MPI backend itself, under none of the communicator
+// stack's layers (checks, watchdog, flight recorder, counting), so that an algorithm and its bare twin
+// timed side by side show what the layers cost per call.
+std::pair<std::string, bool> parse_algorithm(const std::string& name) {
+  constexpr std::string_view kBare = "-bare";
+  if (name.size() > kBare.size() && name.compare(name.size() - kBare.size(), kBare.size(), kBare) == 0)
+    return {name.substr(0, name.size() - kBare.size()), true};
+  return {name, false};
 }
 
 // nccl-tests' busbw factor: what each rank must move for the collective, relative to S.
@@ -246,10 +261,13 @@ class CommBench {
   // reductions waited for a second thread to be scheduled: 0.05 GB/s at 1 Gbit/s instead of 0.09-0.11.
   int ranks_sharing_cores() const { return env::is_set("GRADSWEEP_CLUSTER") ? comm_.size() : comm_.local_size(); }
 
-  sdk::Communicator& view(const std::string& algorithm) {
-    return sdk::collective::with_algorithm(comm_, algorithm == "ring"           ? sdk::Algorithm::Ring
-                                                  : algorithm == "hierarchical" ? sdk::Algorithm::Hierarchical
-                                                                                : sdk::Algorithm::Native);
+  // "ring" through the communicator stack, as a strategy calls it; "ring-bare" on the MPI backend itself.
+  sdk::Communicator& view(const std::string& name) {
+    const auto [algorithm, bare] = parse_algorithm(name);
+    sdk::Communicator& base = bare ? comm_.transport() : comm_;
+    return sdk::collective::with_algorithm(base, algorithm == "ring"           ? sdk::Algorithm::Ring
+                                                 : algorithm == "hierarchical" ? sdk::Algorithm::Hierarchical
+                                                                               : sdk::Algorithm::Native);
   }
 
   nlohmann::json ring_tuning() const {
@@ -293,7 +311,8 @@ class CommBench {
         if (it < 0) continue;
         const auto i = static_cast<std::int64_t>(a);
         seconds[i] += dt;
-        if (backend != nullptr && args_.algorithms[a] == "hierarchical" && k.collective == Collective::Allreduce) {
+        if (backend != nullptr && parse_algorithm(args_.algorithms[a]).first == "hierarchical" &&
+            k.collective == Collective::Allreduce) {
           const comm::hierarchical::Phases p = backend->last_hierarchical_phases();
           seconds[static_cast<std::int64_t>(algos) + i] += p.intra_seconds;
           seconds[2 * static_cast<std::int64_t>(algos) + i] += p.inter_seconds;
@@ -392,9 +411,10 @@ void register_bench_comm_command(CLI::App& app) {
   cmd->add_option("--warmup", args->warmup, "Untimed iterations first")->capture_default_str();
   cmd->add_option("--algorithms", args->algorithms,
                   "native, ring, hierarchical (comma-separated; default native,ring, "
-                  "plus hierarchical on more than one node or with GRADSWEEP_RANKS_PER_NODE)")
+                  "plus hierarchical on more than one node or with GRADSWEEP_RANKS_PER_NODE); "
+                  "each also as NAME-bare: on the MPI backend without the communicator stack's layers")
       ->delimiter(',')
-      ->check(CLI::IsMember({"native", "ring", "hierarchical"}))
+      ->check(CLI::IsMember({"native", "ring", "hierarchical", "native-bare", "ring-bare", "hierarchical-bare"}))
       ->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "float32 or bfloat16")
       ->check(CLI::IsMember({"float32", "bfloat16"}))

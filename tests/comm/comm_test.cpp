@@ -336,6 +336,29 @@ TEST(BenchComm, TwoRanksPrintBothAlgorithmsAndWriteJson) {
   EXPECT_NE(report.find("\"ring\""), std::string::npos) << report;
 }
 
+// An algorithm and its bare twin (the backend without the communicator stack's layers) timed side by side,
+// both checked on known data at every size.
+TEST(BenchComm, BareTwinRunsBesideTheLayeredAlgorithm) {
+  const fs::path dir = test::scratch_dir();
+  const fs::path json = dir / "bench.json";
+  const auto r = test::run_command(mpirun(2, test::gradsweep_binary().string() +
+                                                 " bench comm --max-bytes 4KiB --iters 2 --warmup 1 "
+                                                 "--algorithms ring,ring-bare --json " +
+                                                 json.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(ring +time\(us\).*ring-bare +time\(us\).*ring-bare/ring)")))
+      << r.output;
+  const std::string report = test::read_text(json);
+  EXPECT_NE(report.find("\"ring-bare\": {"), std::string::npos) << report;
+  EXPECT_NE(report.find("\"ratio\""), std::string::npos) << report;
+}
+
+TEST(BenchComm, UnknownAlgorithmIsRefusedByName) {
+  const auto r = test::run_command(test::gradsweep_binary().string() + " bench comm --algorithms ring,fast-bare");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fast-bare not in"), std::string::npos) << r.output;
+}
+
 // A cell config for the byte-level corpus with the `single` strategy.
 fs::path single_cell(const fs::path& dir) {
   const fs::path corpus = test::byte_corpus();
