@@ -47,7 +47,9 @@ std::vector<std::string> lines_of(const std::string& text) {
 void expect_one_rank_per_node(int nodes) {
   SlurmMultinodeCluster& c = *slurm_multinode_cluster(nodes);
   const std::string n = std::to_string(nodes);
-  const CommandResult where = run_command("timeout 60 srun -N " + n + " -n " + n +
+  // --quiet: srun's own notes ("job 305 queued and waiting for resources", while the last test's job still
+  // releases its nodes) are not the tasks' lines.
+  const CommandResult where = run_command("timeout 60 srun --quiet -N " + n + " -n " + n +
                                           " --ntasks-per-node=1 /bin/sh -c 'echo $SLURM_PROCID $(hostname) "
                                           "$(hostname -I)' 2>&1");
   ASSERT_EQ(where.exit_code, 0) << where.output << c.logs();
