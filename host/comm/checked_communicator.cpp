@@ -11,12 +11,12 @@ std::string CheckedCommunicator::named(const char* call, bool async) const {
   return algorithm_prefix(algorithm()) + call + (async ? "_async" : "");
 }
 
+// The message is made only for a refused tensor: this runs on every call.
 void CheckedCommunicator::tensor(const torch::Tensor& t, const std::string& call, const char* role) const {
-  const std::string who = call + ": " + role + " tensor";
-  if (!t.defined()) throw std::invalid_argument(who + " is undefined");
+  if (!t.defined()) throw std::invalid_argument(call + ": " + role + " tensor is undefined");
   if (!t.is_contiguous())
-    throw std::invalid_argument(who + " is not contiguous (sizes " + c10::str(t.sizes()) + ", strides " +
-                                c10::str(t.strides()) + "); pass .contiguous() or a flat buffer");
+    throw std::invalid_argument(call + ": " + role + " tensor is not contiguous (sizes " + c10::str(t.sizes()) +
+                                ", strides " + c10::str(t.strides()) + "); pass .contiguous() or a flat buffer");
 }
 
 void CheckedCommunicator::reduction(sdk::ReduceOp op, const std::string& call) const {

@@ -45,11 +45,11 @@ void enter_step(std::int64_t step) {
   current_step.store(step);
 }
 
-void check_call(int rank, const std::string& call) {
+void check_call(int rank, const CallShape& call) {
   const Fault& fault = armed();
   if (fault.rank != rank || current_step.load() < fault.step || fired.exchange(true)) return;
   throw std::runtime_error("injected fault (" + std::string(kVariable) + "=" + std::to_string(fault.rank) + ":" +
-                           std::to_string(fault.step) + "): " + call + " on rank " + std::to_string(rank) +
+                           std::to_string(fault.step) + "): " + describe(call) + " on rank " + std::to_string(rank) +
                            " at step " + std::to_string(current_step.load()));
 }
 

@@ -6,6 +6,8 @@
 // so what is checked is what a plugin does with an error: pass it on (the host then ends every rank) or
 // swallow it and leave the other ranks waiting. Unset, nothing is injected and nothing is read per call
 // but one atomic flag.
+#include "comm/flight_recorder.hpp"
+
 #include <cstdint>
 #include <string>
 
@@ -15,8 +17,9 @@ namespace gradsweep::comm::fault_injection {
 void enter_step(std::int64_t step);
 
 // Throws std::runtime_error ("injected fault (GRADSWEEP_INJECT_FAULT=1:4): allreduce ... on rank 1 at
-// step 4") on the armed rank once its step has come; the first such call only.
-void check_call(int rank, const std::string& call);
+// step 4") on the armed rank once its step has come; the first such call only. The call is described only
+// then: this runs on every call.
+void check_call(int rank, const CallShape& call);
 
 // "RANK:STEP" -> {rank, step}; throws std::invalid_argument naming the variable for anything else.
 struct Fault {

@@ -64,7 +64,7 @@ class NcclForensics {
   // collective yet), then running until the scope ends (done, or failed by an exception).
   template <class Before>
   FlightRecorder::Scope record(const CallShape& shape, Before&& before) {
-    fault_injection::check_call(rank_, describe(shape));
+    fault_injection::check_call(rank_, shape);
     return FlightRecorder::Scope(forensics_.recorder(), shape, std::forward<Before>(before));
   }
 

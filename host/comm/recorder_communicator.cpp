@@ -135,7 +135,7 @@ void RecorderCommunicator::check_same_call(const CallShape& shape, std::uint64_t
 }
 
 std::uint64_t RecorderCommunicator::issue(const CallShape& shape, bool start) {
-  fault_injection::check_call(job_rank_, describe(shape));
+  fault_injection::check_call(job_rank_, shape);
   FlightRecorder& recorder = shared_->forensics.recorder();
   const bool check = shared_->check && is_collective(shape.op);
   const std::uint64_t id = recorder.issue(shape, start && !check);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 namespace gradsweep::comm {
@@ -40,14 +41,35 @@ void end_process_on_hang(const HangReport& report) {
   std::_Exit(kHangExitCode);
 }
 
+// What a watched call is, kept while it runs; its report's text is made only if it goes overdue, since this
+// is kept for every call.
+struct WatchdogCommunicator::Call {
+  std::string name;  // "allreduce", "recv from rank 1"
+  std::uint64_t seq = 0;
+  bool has_tensor = false;
+  std::int64_t numel = 0, bytes = 0;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+
+  Call(std::string call, std::uint64_t number, const torch::Tensor& t) : name(std::move(call)), seq(number) {
+    if (!t.defined()) return;
+    has_tensor = true;
+    numel = t.numel();
+    bytes = numel * static_cast<std::int64_t>(t.element_size());
+    dtype = t.scalar_type();
+  }
+};
+
 // The calls in flight by key ("allreduce #3"), so that the watchdog's one-line description becomes a
 // whole report when it fires.
 struct WatchdogCommunicator::Watch {
-  Watch(double limit, HangHandler handler, std::string group_name, CollectiveForensics* recorded, double grace)
+  Watch(double limit, HangHandler handler, std::string group_name, CollectiveForensics* recorded, double grace,
+        int at_rank, int of_size)
       : limit_seconds(limit),
         grace_seconds(grace),
         on_hang(std::move(handler)),
         group(std::move(group_name)),
+        rank(at_rank),
+        size(of_size),
         dumps(recorded) {
     timeout = std::make_unique<CollectiveTimeout>(
         std::chrono::duration<double>(limit_seconds),
@@ -65,7 +87,7 @@ struct WatchdogCommunicator::Watch {
       const std::lock_guard<std::mutex> lock(mutex);
       const auto it = in_flight.find(key);
       if (it == in_flight.end()) return;
-      found = it->second;
+      found = report(it->second);
     }
     found.waited_seconds = waited;
     found.limit_seconds = limit_seconds;
@@ -82,15 +104,28 @@ struct WatchdogCommunicator::Watch {
     dumps = nullptr;
   }
 
+  HangReport report(const Call& call) const {
+    HangReport r;
+    r.rank = rank;
+    r.size = size;
+    r.group = group;
+    r.call = call.name;
+    r.seq = call.seq;
+    r.what = call.has_tensor ? call.name + " of " + std::to_string(call.numel) + " " + dtype_name(call.dtype) + " (" +
+                                   std::to_string(call.bytes) + " bytes)"
+                             : call.name;
+    return r;
+  }
+
   // One call in flight, from its start to its end (for an async call: its request's completion).
   class Tracked {
    public:
-    Tracked(Watch& watch, HangReport report) : watch_(watch), key_(report.call + " #" + std::to_string(report.seq)) {
+    Tracked(Watch& watch, const Call& call) : watch_(watch), key_(call.name + " #" + std::to_string(call.seq)) {
       {
         const std::lock_guard<std::mutex> lock(watch_.mutex);
-        watch_.in_flight[key_] = std::move(report);
+        watch_.in_flight.insert_or_assign(key_, call);
       }
-      scope_ = std::make_unique<CollectiveTimeout::Scope>(*watch_.timeout, key_);
+      scope_.emplace(*watch_.timeout, key_);
     }
     ~Tracked() {
       scope_.reset();
@@ -103,17 +138,18 @@ struct WatchdogCommunicator::Watch {
    private:
     Watch& watch_;
     const std::string key_;
-    std::unique_ptr<CollectiveTimeout::Scope> scope_;
+    std::optional<CollectiveTimeout::Scope> scope_;
   };
 
   const double limit_seconds, grace_seconds;
   const HangHandler on_hang;
   const std::string group;
+  const int rank, size;
   std::mutex dumps_mutex;
   CollectiveForensics* dumps;  // the recorder below, or null; guarded by dumps_mutex
   std::atomic<std::uint64_t> collectives{0}, point_to_point{0}, groups{0};
   std::mutex mutex;
-  std::map<std::string, HangReport> in_flight;  // guarded by mutex
+  std::map<std::string, Call> in_flight;  // guarded by mutex
   // Last: its thread reads the members above until it is joined.
   std::unique_ptr<CollectiveTimeout> timeout;
 };
@@ -162,7 +198,8 @@ class WatchedRequest final : public sdk::Request {
 WatchdogCommunicator::WatchdogCommunicator(std::unique_ptr<HostCommunicator> next, double limit_seconds,
                                            HangHandler on_hang, double dump_grace_seconds)
     : CommunicatorLayer(std::move(next)) {
-  watch_ = std::make_shared<Watch>(limit_seconds, std::move(on_hang), group_name(), forensics(), dump_grace_seconds);
+  watch_ = std::make_shared<Watch>(limit_seconds, std::move(on_hang), group_name(), forensics(), dump_grace_seconds,
+                                   rank(), size());
 }
 
 WatchdogCommunicator::WatchdogCommunicator(sdk::Communicator& view, sdk::Algorithm algorithm,
@@ -178,30 +215,14 @@ std::unique_ptr<CommunicatorLayer> WatchdogCommunicator::over_group(std::unique_
                                                 watch_->grace_seconds);
 }
 
-HangReport WatchdogCommunicator::report(const std::string& call, std::uint64_t seq, const torch::Tensor& t) const {
-  HangReport r;
-  r.rank = rank();
-  r.size = size();
-  r.group = watch_->group;
-  r.call = call;
-  r.seq = seq;
-  r.what = t.defined() ? call + " of " + std::to_string(t.numel()) + " " + dtype_name(t.scalar_type()) + " (" +
-                             std::to_string(t.numel() * t.element_size()) + " bytes)"
-                       : call;
-  return r;
-}
-
 template <class Body>
 sdk::Status WatchdogCommunicator::watched(const std::string& call, Sequence sequence, const torch::Tensor& tensor,
                                           Body&& body) noexcept {
   const std::uint64_t seq = ++(sequence == Sequence::Collective     ? watch_->collectives
                                : sequence == Sequence::PointToPoint ? watch_->point_to_point
                                                                     : watch_->groups);
-  std::unique_ptr<Watch::Tracked> tracked;
-  if (sdk::Status s =
-          sdk::guard([&] { tracked = std::make_unique<Watch::Tracked>(*watch_, report(call, seq, tensor)); });
-      !s.ok)
-    return s;
+  std::optional<Watch::Tracked> tracked;
+  if (sdk::Status s = sdk::guard([&] { tracked.emplace(*watch_, Call(call, seq, tensor)); }); !s.ok) return s;
   return body();
 }
 
@@ -212,8 +233,8 @@ sdk::Status WatchdogCommunicator::watched_async(const std::string& call, const t
   std::function<std::shared_ptr<void>()> track;
   std::shared_ptr<void> issuing;  // the issue is watched too: the layers below may wait in it (the collective check)
   if (sdk::Status s = sdk::guard([&] {
-        track = [watch = watch_, found = report(call, seq, tensor)]() -> std::shared_ptr<void> {
-          return std::make_shared<Watch::Tracked>(*watch, found);
+        track = [watch = watch_, what = Call(call, seq, tensor)]() -> std::shared_ptr<void> {
+          return std::make_shared<Watch::Tracked>(*watch, what);
         };
         issuing = track();
       });

@@ -89,8 +89,9 @@ class WatchdogCommunicator final : public CommunicatorLayer {
   std::unique_ptr<CommunicatorLayer> over_group(std::unique_ptr<HostCommunicator> group) override;
 
  private:
-  // One communicator's watchdog and sequences, shared with its views.
+  // One communicator's watchdog and sequences, shared with its views; what one watched call is.
   struct Watch;
+  struct Call;
   // Runs `body` (the next layer's call) watched as `call` on `tensor`.
   // Which sequence numbers a call: the flight recorder's two (collectives, point-to-point), and groups made.
   enum class Sequence { Collective, PointToPoint, Group };
@@ -99,7 +100,6 @@ class WatchdogCommunicator final : public CommunicatorLayer {
   template <class Body>
   sdk::Status watched_async(const std::string& call, const torch::Tensor& tensor,
                             std::unique_ptr<sdk::Request>* request, Body&& body) noexcept;
-  HangReport report(const std::string& call, std::uint64_t seq, const torch::Tensor& tensor) const;
 
   std::shared_ptr<Watch> watch_;
   bool owns_watch_ = true;  // false in a view's layer, which shares its communicator's watch
