@@ -35,7 +35,7 @@ struct Report {
 };
 
 // report.md also compares the cell groups with a baseline (comparison.hpp), steered by the experiment's
-// `report` section (`file_section`: what host/experiment/report_options_reader.hpp reads from the sweep's
+// `report` section (`file_section`: what host/experiment/plan/report_options_reader.hpp reads from the sweep's
 // experiment.yaml) and, over it, by `command_line`. Throws std::invalid_argument for a baseline that is
 // not in the sweep, before anything is written.
 Report write_report(const runs::SweepPlan& plan, const runs::ReportOptions& file_section = {},

@@ -1,8 +1,8 @@
 #include "cli/cluster_forward.hpp"
 
-#include "cli/cluster_command.hpp"
+#include "cluster_cli/cluster_command.hpp"
 
-#include "experiment/cluster_tool.hpp"
+#include "experiment/launch/cluster_tool.hpp"
 
 #include <unistd.h>
 
@@ -32,8 +32,9 @@ void register_cluster_command(CLI::App& app, int argc, char** argv) {
   int i = 1;
   while (i < argc && std::string(argv[i]) != "cluster") ++i;
   for (++i; i < argc; ++i) forwarded.emplace_back(argv[i]);
-  add_cluster_subcommands(*cluster,
-                          [forwarded](const std::string&, const ClusterArgs&) { run_cluster_tool_instead(forwarded); });
+  cluster_cli::add_cluster_subcommands(*cluster, [forwarded](const std::string&, const cluster_cli::ClusterArgs&) {
+    run_cluster_tool_instead(forwarded);
+  });
 }
 
 }  // namespace gradsweep::cli

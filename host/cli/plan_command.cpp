@@ -1,7 +1,7 @@
 #include "cli/plan_command.hpp"
 
-#include "experiment/launcher_local.hpp"
-#include "experiment/sweep_setup.hpp"
+#include "experiment/launch/launcher_local.hpp"
+#include "experiment/plan/sweep_setup.hpp"
 
 #include <iostream>
 #include <map>

@@ -1,6 +1,6 @@
 #include "cli/project_command.hpp"
 
-#include "experiment/sweep_setup.hpp"
+#include "experiment/plan/sweep_setup.hpp"
 #include "analysis/projection.hpp"
 #include "util/atomic_file.hpp"
 

@@ -1,8 +1,8 @@
 #include "cli/provenance_command.hpp"
 
 #include "runs/cell_status.hpp"
-#include "experiment/elastic_cell.hpp"
-#include "experiment/provenance.hpp"
+#include "experiment/launch/elastic_cell.hpp"
+#include "experiment/launch/provenance.hpp"
 #include "experiment/slurm/elastic_runs.hpp"
 
 #include <filesystem>

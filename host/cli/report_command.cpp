@@ -1,7 +1,7 @@
 #include "cli/report_command.hpp"
 
 #include "analysis/report.hpp"
-#include "experiment/report_options_reader.hpp"
+#include "experiment/plan/report_options_reader.hpp"
 #include "tracking/cell_replay.hpp"
 #include "tracking/report_run.hpp"
 

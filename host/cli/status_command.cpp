@@ -1,8 +1,8 @@
 #include "cli/status_command.hpp"
 
-#include "experiment/progress_display.hpp"
+#include "experiment/launch/progress_display.hpp"
 #include "experiment/slurm/queue_status.hpp"
-#include "experiment/sweep_setup.hpp"
+#include "experiment/plan/sweep_setup.hpp"
 
 #include <iostream>
 #include <map>

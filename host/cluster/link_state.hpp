@@ -1,5 +1,5 @@
 // The state of a cluster's links, read from the kernel: which nodes can no longer be reached over their
-// link (what an elastic cell, host/experiment/elastic_cell.hpp, counts as lost besides the ranks its
+// link (what an elastic cell, host/experiment/launch/elastic_cell.hpp, counts as lost besides the ranks its
 // failure names), and how many bytes crossed each link (what a cell's summary.json records per node).
 #pragma once
 

@@ -334,12 +334,4 @@ CellConfig load_cell_config(const fs::path& file, const std::vector<std::string>
   return parse_cell_config(text.str(), file.string(), file.parent_path(), overrides);
 }
 
-sdk::Options resolve_plugin_options(const CellConfig& config, const std::string& section,
-                                    const std::vector<sdk::OptionSpec>& specs, const OptionChoices& choices) {
-  Diagnostics diag(config.file);
-  sdk::Options options = resolve_options(config.root[section], section, specs, choices, host_keys_of(section), diag);
-  diag.throw_if_any();
-  return options;
-}
-
 }  // namespace gradsweep::config

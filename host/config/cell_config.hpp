@@ -13,7 +13,7 @@
 //   plugins:  {paths: [DIR, ...]}
 //
 // The host's sections are validated here; the model and strategy sections are validated against their
-// plugins' declared options once the plugins are found (see resolve_plugin_options).
+// plugins' declared options once the plugins are found (plugins/plugin_options.hpp).
 #include "config/comm_choice.hpp"
 #include "config/config_error.hpp"
 #include "config/option_schema.hpp"
@@ -72,7 +72,7 @@ struct CellConfig {
   std::int64_t threads = 0;         // 0 = cores / ranks on this node
   std::string device;
   bool tf32 = false;          // float32 matmuls on TF32 tensor cores (CUDA only); runtime.tf32 resolved
-  double comm_timeout = 600;  // seconds; see comm/collective_timeout.hpp
+  double comm_timeout = 600;  // seconds; see comm/forensics/collective_timeout.hpp
   std::string comm;           // communicator backend asked for: auto, local, mpi or nccl (see comm_choice.hpp)
   std::vector<std::filesystem::path> plugin_paths;
   // Every host section with defaults filled in, for the resolved config.
@@ -102,9 +102,5 @@ const std::map<std::string, std::vector<HostOption>>& host_options();
 // Refuses more LibTorch threads per rank than a small multiple of this machine's hardware threads.
 void check_threads_fit_machine(std::int64_t threads, const YAML::Node& where, const std::string& key,
                                Diagnostics& diag);
-
-// Validates `root[section]` (minus "name") against a plugin's options and their declared choices.
-sdk::Options resolve_plugin_options(const CellConfig& config, const std::string& section,
-                                    const std::vector<sdk::OptionSpec>& specs, const OptionChoices& choices = {});
 
 }  // namespace gradsweep::config

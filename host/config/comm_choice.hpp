@@ -2,7 +2,7 @@
 // Which communicator backend a job gets: runtime.comm in the cell configuration, overridden by the
 // GRADSWEEP_COMM environment variable, resolved against the device, the build and the launcher. Only the
 // choosing rule lives here, as a backend's name: what each backend offers and how it is made is the
-// registry's (comm/backend_registry.hpp), which sits above config/ and so cannot be included from here.
+// registry's (comm/registry/backend_registry.hpp), which sits above config/ and so cannot be included from here.
 // Kept apart from creating the backend so that the rule can be tested on any machine.
 #include <string>
 
@@ -25,7 +25,7 @@ struct CommRequest {
 };
 
 struct CommDecision {
-  std::string backend;  // a name in comm/backend_registry.hpp: "local", "mpi" or "nccl"
+  std::string backend;  // a name in comm/registry/backend_registry.hpp: "local", "mpi" or "nccl"
   std::string why;      // for the log: "runtime.comm: auto, runtime.device cuda, NCCL built in"
 };
 

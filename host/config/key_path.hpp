@@ -1,7 +1,7 @@
 #pragma once
 // Dotted key paths into a configuration tree ("train.micro_batch", "launcher.link.bandwidth"): the one
 // reader and setter by path, shared by --set (cell_config.hpp) and an experiment's matrix
-// (experiment/cell_tree.hpp), so that both create, replace and refuse alike.
+// (experiment/plan/cell_tree.hpp), so that both create, replace and refuse alike.
 #include <yaml-cpp/yaml.h>
 
 #include <string>

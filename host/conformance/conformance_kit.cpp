@@ -8,7 +8,7 @@
 #include "conformance/sgd_properties.hpp"
 #include "conformance/training_properties.hpp"
 #include "config/cell_config.hpp"
-#include "experiment/launcher_local.hpp"
+#include "experiment/launch/launcher_local.hpp"
 
 #include <unistd.h>
 

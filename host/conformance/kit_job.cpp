@@ -1,6 +1,6 @@
 #include "conformance/kit_job.hpp"
 
-#include "experiment/launcher_local.hpp"
+#include "experiment/launch/launcher_local.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <nlohmann/json.hpp>

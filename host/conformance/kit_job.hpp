@@ -1,6 +1,6 @@
 #pragma once
 // One real `gradsweep train` job of the check: this binary under `mpirun` (the local launcher's flags,
-// experiment/launcher_local.hpp; a plain process for one rank), with a deadline after which its process
+// experiment/launch/launcher_local.hpp; a plain process for one rank), with a deadline after which its process
 // group gets SIGTERM, then SIGKILL, and what it left behind read back.
 #include "conformance/kit_workspace.hpp"
 

@@ -2,8 +2,9 @@
 
 #include "config/cell_config.hpp"
 #include "conformance/kit_report.hpp"
-#include "experiment/model_facts.hpp"
-#include "experiment/sweep_plan_check.hpp"
+#include "experiment/plan/model_facts.hpp"
+#include "experiment/plan/sweep_plan_check.hpp"
+#include "plugins/plugin_options.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -40,14 +41,12 @@ std::vector<RankPlan> plan_ranks(const KitContext& ctx, const plugins::PluginReg
                                  const std::vector<int>& ranks) {
   const config::CellConfig config = config::load_cell_config(ctx.ws.cell, ctx.strategy_sets);
   const plugins::PluginRecord& strategy = *ctx.strategy;
-  const sdk::Options options = config::resolve_plugin_options(config, "strategy", plugins::option_specs(strategy),
-                                                              plugins::option_choices(strategy));
+  const sdk::Options options = plugins::resolve_plugin_options(strategy, config, "strategy");
   // The model as its plugin resolves it, for a check_plan that looks at it (fsdp's units, a block size).
   experiment::ModelFacts facts;
   std::optional<sdk::ModelInfo> model;
   if (const plugins::PluginRecord* m = registry.try_find(sdk::PluginKind::Model, config.model_name))
-    model = facts.of(
-        *m, config::resolve_plugin_options(config, "model", plugins::option_specs(*m), plugins::option_choices(*m)));
+    model = facts.of(*m, plugins::resolve_plugin_options(*m, config, "model"));
   else
     throw std::runtime_error(ctx.ws.cell.string() + ": model '" + config.model_name +
                              "' is not among the plugins found");

@@ -1,7 +1,7 @@
 #pragma once
 // What the strategy under check declares for each rank count of the check (its capabilities as its
 // check_plan narrows them for the options given, and any refusal in its own words), asked exactly as the
-// planner asks it (experiment/sweep_plan_check.hpp), and what every property needs to run its jobs.
+// planner asks it (experiment/plan/sweep_plan_check.hpp), and what every property needs to run its jobs.
 #include "conformance/kit_job.hpp"
 #include "conformance/kit_workspace.hpp"
 #include "plugins/plugin_declarations.hpp"

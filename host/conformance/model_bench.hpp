@@ -2,7 +2,7 @@
 // The workbench of `gradsweep check model`: a model plugin built on the CPU on one local rank, as planning
 // builds it (experiment/model_facts), each instance after torch::manual_seed(seed) as the trainer seeds
 // it, and the batches, losses and gradients the model checks (model_properties) compare.
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "services/logging.hpp"
 #include "services/step_metrics.hpp"

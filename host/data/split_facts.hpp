@@ -1,5 +1,5 @@
 // What a split holds that a model must accept: its largest token id and its width. Planning asks before any
-// cell starts (host/experiment/data_facts.hpp) and the trainer again before its first step, so an id the
+// cell starts (host/experiment/plan/data_facts.hpp) and the trainer again before its first step, so an id the
 // model has no embedding row for is refused with the file named instead of failing deep inside LibTorch.
 //
 // The largest id of a shard `gradsweep prepare` wrote is in the dataset.json next to it (in the shard's

@@ -102,6 +102,20 @@ PlanVerdict check_strategy_plan(const PluginRecord& record, const sdk::PlanFacts
   return verdict;
 }
 
+PlanVerdict check_strategy_plan(const PluginRecord& record, const PlannedJob& job, const sdk::Options& options,
+                                const sdk::ModelInfo* model) {
+  sdk::PlanFacts facts;
+  facts.world_size = job.world_size;
+  facts.nodes = job.nodes;
+  facts.ranks_per_node = job.ranks_per_node;
+  facts.options = &options;
+  facts.model = model;
+  facts.backend = job.backend.c_str();
+  facts.backend_features = job.backend_features;
+  facts.device = job.device.c_str();
+  return check_strategy_plan(record, facts);
+}
+
 std::string refusal_key(const PlanVerdict& verdict, int nodes) {
   const std::string& about = verdict.about;
   if (about == "ranks") return nodes > 1 ? "launcher.nodes" : "launcher.ranks_per_node";

@@ -38,6 +38,19 @@ struct PlanVerdict {
 // features and devices against `facts`. Without a check_plan every rank computes.
 PlanVerdict check_strategy_plan(const PluginRecord& record, const sdk::PlanFacts& facts);
 
+// The job a strategy is judged against: as the planner foresees it, or as `gradsweep train` finds it.
+struct PlannedJob {
+  int world_size = 1, nodes = 1, ranks_per_node = 1;
+  std::string backend;                     // the communicator backend the ranks use: "local", "mpi", "nccl"
+  sdk::CommFeatures backend_features = 0;  // what it offers on world_size ranks
+  std::string device = "cpu";              // runtime.device
+};
+
+// check_strategy_plan on the sdk::PlanFacts of `job`, the strategy's resolved `options` and the model as its
+// plugin resolves it (nullptr when not known): the one place the host makes a strategy's PlanFacts.
+PlanVerdict check_strategy_plan(const PluginRecord& record, const PlannedJob& job, const sdk::Options& options,
+                                const sdk::ModelInfo* model);
+
 // The configuration key a refusal is about, for its file:line:column: "launcher.nodes" or
 // "launcher.ranks_per_node" (by `nodes`), "runtime.comm", "runtime.device", "model.name", "strategy.KEY",
 // or "strategy.name".

@@ -4,8 +4,8 @@
 
 #include "config/cell_config.hpp"
 #include "config/option_type_keyword.hpp"
-#include "experiment/experiment_file.hpp"
-#include "experiment/launcher_options.hpp"
+#include "experiment/plan/experiment_file.hpp"
+#include "experiment/launch/launcher_options.hpp"
 #include "plugins/plugin_declarations.hpp"
 
 #include <algorithm>

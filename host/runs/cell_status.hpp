@@ -10,7 +10,7 @@
 //    "updated": "2025-01-01T12:00:00Z"}
 //
 // A cell is done when state is ok and config_hash is the hash of the configuration planned now (see
-// host/experiment/launcher.hpp). "interrupted" (Ctrl-C, scancel, requeue) and "running" are not done: the
+// host/experiment/launch/launcher.hpp). "interrupted" (Ctrl-C, scancel, requeue) and "running" are not done: the
 // next run resumes the cell from its checkpoint. No status.json = pending.
 #include "runs/planned_cell.hpp"
 

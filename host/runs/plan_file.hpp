@@ -1,7 +1,7 @@
 #pragma once
 // DIR/plan.json: a sweep's planned cells as `gradsweep run` wrote them, and each cell's cell.yaml. What
 // `status`, `report` and `project` read: they need the plan, not the experiment file or the plugins
-// that made it (host/experiment/sweep_plan.hpp plans).
+// that made it (host/experiment/plan/sweep_plan.hpp plans).
 #include "runs/planned_cell.hpp"
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 #pragma once
 // One cell of a sweep as plan.json keeps it (plan_file.hpp): where it lives, what it runs, on how many
-// nodes and ranks, and its matrix axes. The planner makes them (host/experiment/sweep_plan.hpp), the
+// nodes and ranks, and its matrix axes. The planner makes them (host/experiment/plan/sweep_plan.hpp), the
 // launchers run them, and the analysis reads them back.
 #include <cstdint>
 #include <filesystem>

@@ -1,6 +1,6 @@
 #pragma once
 // What a sweep's report compares against: the experiment file's `report` section
-// (host/experiment/report_options_reader.hpp reads it) with `gradsweep report --baseline/--target-loss`
+// (host/experiment/plan/report_options_reader.hpp reads it) with `gradsweep report --baseline/--target-loss`
 // over it.
 #include <optional>
 #include <string>

@@ -13,7 +13,7 @@
 // model from old rank 0 and its random generator from old rank r mod N, and the strategy takes over the
 // old ranks' states (Strategy::load_reshard). Every rank then reads other ranks' files: the directory
 // must be shared, as a cell's directory is (docs/howto/resume-at-another-size.md).
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 #include "plugins/plugin_instance.hpp"
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // How far each rank's monotonic clock is from rank 0's, so that the ranks' timelines (train/timeline.hpp)
 // line up in one trace. Ranks on one machine share CLOCK_MONOTONIC and measure an offset of about zero;
 // ranks on different machines do not share it at all.
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The record of a run: one JSON line per step in metrics.jsonl, and the summary.json written at the end.
 // The schema is documented in docs/results.md.
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 #include "device/machine.hpp"
 #include "train/rank_report.hpp"
 

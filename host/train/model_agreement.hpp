@@ -3,7 +3,7 @@
 // number, name or shape (another config, another build of a plugin) would otherwise feed collectives of
 // mismatched sizes, which hang or corrupt memory deep inside MPI. Every rank gets the same verdict and
 // the error names the ranks and the first tensor that differs.
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 
 #include <gradsweep/sdk/model.hpp>
 

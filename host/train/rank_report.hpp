@@ -3,7 +3,7 @@
 // the ranks that compute, and each rank's communication counters (so rank 0's metrics show a parameter
 // server's traffic beside its workers'). The trainer's own reporting traffic is not counted as the
 // strategy's.
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 
 #include <vector>
 

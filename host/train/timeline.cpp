@@ -1,6 +1,6 @@
 #include "train/timeline.hpp"
 
-#include "comm/flight_recorder.hpp"
+#include "comm/forensics/flight_recorder.hpp"
 #include "train/timeline_link_probe.hpp"
 #include "train/trace_merge.hpp"
 

@@ -6,7 +6,7 @@
 //
 // On a step that is not sampled, recording is a flag test plus the phase sums the breakdown needs (a clock
 // read and the communicator's blocked-time counter per phase).
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 #include "train/clock_sync.hpp"
 
 #include <nlohmann/json.hpp>

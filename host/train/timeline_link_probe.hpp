@@ -16,7 +16,7 @@
 // scheduling noise), pairs that share no node at once: 3 rounds of 2 x 2 transfers whatever the node count
 // (2 rounds when it is even). Fewer than 3 nodes: no probe (two nodes' pairs are the same pair: nothing to
 // tell apart), the fields are null.
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 
 #include <nlohmann/json.hpp>
 

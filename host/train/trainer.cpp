@@ -1,6 +1,6 @@
 #include "train/trainer.hpp"
 
-#include "comm/fault_injection.hpp"
+#include "comm/forensics/fault_injection.hpp"
 #include "device/torch_cuda.hpp"
 #include "config/option_schema.hpp"
 #include "data/batch_loader.hpp"
@@ -9,6 +9,7 @@
 #include "weights/model_import.hpp"
 #include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_instance.hpp"
+#include "plugins/plugin_options.hpp"
 #include "plugins/rank_duties.hpp"
 #include "services/logging.hpp"
 #include "services/step_metrics.hpp"
@@ -54,7 +55,7 @@ void sync_device(const torch::Device& device) {
 }
 
 // A token id the model has no embedding row for would index out of bounds deep inside LibTorch. Planning
-// checks the same (host/experiment/data_facts.hpp); this is for a cell file trained by hand.
+// checks the same (host/experiment/plan/data_facts.hpp); this is for a cell file trained by hand.
 void check_vocabulary(const data::TokenSplit& split, const sdk::ModelInfo& info, const config::CellConfig& config) {
   const data::SplitFacts facts = data::split_facts(split);
   if (facts.max_token >= info.vocab_size)
@@ -69,19 +70,14 @@ void check_vocabulary(const data::TokenSplit& split, const sdk::ModelInfo& info,
 plugins::PlanVerdict check_strategy_fits_job(const plugins::PluginRecord& strategy, const config::CellConfig& config,
                                              const comm::HostCommunicator& comm, const sdk::Options& options,
                                              const sdk::ModelInfo& info) {
-  sdk::PlanFacts facts;
-  facts.world_size = comm.size();
-  facts.ranks_per_node = comm.local_size();
-  facts.nodes = (comm.size() + comm.local_size() - 1) / std::max(1, comm.local_size());
-  facts.options = &options;
-  facts.model = &info;
-  facts.backend = comm.backend();
-  facts.backend_features = comm.features();
-  facts.device = config.device.c_str();
-  const plugins::PlanVerdict verdict = plugins::check_strategy_plan(strategy, facts);
+  const plugins::PlannedJob job{
+      comm.size(),       (comm.size() + comm.local_size() - 1) / std::max(1, comm.local_size()),
+      comm.local_size(), comm.backend(),
+      comm.features(),   config.device};
+  const plugins::PlanVerdict verdict = plugins::check_strategy_plan(strategy, job, options, &info);
   // A cell file has no launcher keys: the job's ranks are the strategy's to fit. One line (not a
   // ConfigError's list), so that every rank's "[rank N] [error]" line carries the reason.
-  const std::string key = verdict.about == "ranks" ? "strategy.name" : plugins::refusal_key(verdict, facts.nodes);
+  const std::string key = verdict.about == "ranks" ? "strategy.name" : plugins::refusal_key(verdict, job.nodes);
   if (!verdict.refusal.empty()) throw std::runtime_error(config.file + ": " + key + ": " + verdict.refusal);
   return verdict;
 }
@@ -121,9 +117,8 @@ struct PluginServices {
 
 PluginServices services_for(const config::CellConfig& config, const char* section,
                             const plugins::PluginRecord& record) {
-  return {
-      config::resolve_plugin_options(config, section, plugins::option_specs(record), plugins::option_choices(record)),
-      services::PluginLogger(std::string(section) + " " + record.name)};
+  return {plugins::resolve_plugin_options(record, config, section),
+          services::PluginLogger(std::string(section) + " " + record.name)};
 }
 
 // This rank's process: the device it asked for exists, its compute threads, and the seed. Returns the threads.

@@ -2,7 +2,7 @@
 // Trains one cell on one rank: data -> model -> loss -> backward -> strategy -> optimizer, with
 // evaluation, checkpoints and metrics. Which model and which strategy arrive by name from the registry;
 // the trainer knows neither.
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 #include "config/cell_config.hpp"
 #include "plugins/plugin_registry.hpp"
 

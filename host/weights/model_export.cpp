@@ -1,6 +1,6 @@
 #include "weights/model_export.hpp"
 
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 #include "config/cell_config.hpp"
 #include "config/config_error.hpp"
 #include "config/option_schema.hpp"

@@ -1,6 +1,6 @@
 #include "weights/model_import.hpp"
 
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 #include "services/logging.hpp"
 #include "services/step_metrics.hpp"
 

@@ -6,7 +6,8 @@
 // Each rank fills its tensors with (rank + 1) times small integers, exact in every dtype, so the expected
 // sum, max and min over ranks are known without talking to anyone. Prints one FAIL line per mismatch and
 // "nccl_check: PASS, N checks on rank r of n"; exits 1 on any failure.
-#include "comm/communicator_nccl.hpp"
+#include "comm/nccl/nccl_backend.hpp"
+#include "comm/registry/backend_registry.hpp"
 #include "device/torch_cuda.hpp"
 
 #include <gradsweep/sdk/status.hpp>
@@ -165,7 +166,7 @@ void report_bandwidth(HostCommunicator& comm, const torch::Device& gpu) {
 int main() {
   gradsweep::device::load_torch_cuda();  // before anything asks LibTorch about CUDA
   try {
-    auto comm = gradsweep::comm::make_nccl_communicator(-1);
+    auto comm = gradsweep::comm::make_nccl_communicator(-1, [] { return gradsweep::comm::make_communicator("mpi"); });
     const torch::Device gpu(torch::kCUDA,
                             static_cast<c10::DeviceIndex>(comm->local_rank() % torch::cuda::device_count()));
     std::printf("nccl_check: rank %d of %d, %s\n", comm->rank(), comm->size(),

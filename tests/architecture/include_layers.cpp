@@ -1,5 +1,7 @@
 #include "architecture/include_layers.hpp"
 
+#include "architecture/markdown_table.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -11,29 +13,6 @@
 namespace gradsweep::test {
 namespace {
 namespace fs = std::filesystem;
-
-// The backticked words of one table cell.
-std::vector<std::string> quoted_words(const std::string& cell) {
-  static const std::regex kWord("`([^`]+)`");
-  std::vector<std::string> words;
-  for (std::sregex_iterator it(cell.begin(), cell.end(), kWord), end; it != end; ++it) words.push_back((*it)[1]);
-  return words;
-}
-
-std::vector<std::string> cells_of(const std::string& row) {
-  std::vector<std::string> cells;
-  std::stringstream in(row);
-  std::string cell;
-  std::getline(in, cell, '|');  // before the first bar
-  while (std::getline(in, cell, '|')) cells.push_back(cell);
-  return cells;
-}
-
-std::string listed(const std::vector<std::string>& folders) {
-  std::string text;
-  for (const auto& f : folders) text += (text.empty() ? "" : ", ") + f;
-  return text;
-}
 
 std::vector<fs::path> files_under(const fs::path& folder, const std::set<std::string>& names_ending) {
   std::vector<fs::path> files;
@@ -265,6 +244,57 @@ std::vector<std::string> target_problems(const fs::path& host_root, const std::v
       if (!named.count(source))
         problems.push_back(source.string() + " is compiled by no CMakeLists.txt of host/" + layer.folder + "/");
     }
+  }
+  return problems;
+}
+
+std::vector<std::string> link_problems(const fs::path& host_root, const std::vector<Layer>& layers) {
+  static const std::regex kLink(R"(\btarget_link_libraries\s*\(\s*([A-Za-z0-9_.+-]+)([^)]*)\))");
+  static const std::regex kComment("#[^\n]*");
+  std::map<std::string, std::string> folder_of_target;
+  std::map<std::string, const Layer*> layer_of;
+  for (const auto& layer : layers) {
+    layer_of[layer.folder] = &layer;
+    for (const auto& target : layer.targets) folder_of_target[target] = layer.folder;
+  }
+  std::vector<std::string> problems;
+  for (const auto& cmake : files_under(host_root, {"CMakeLists.txt"})) {
+    const fs::path relative = fs::relative(cmake, host_root);
+    const std::string owner = first_part(relative.parent_path());
+    if (!layer_of.count(owner)) continue;  // host/CMakeLists.txt: the executable over gradsweep_cli
+    const Layer& layer = *layer_of[owner];
+    const std::set<std::string> allowed(layer.may_include.begin(), layer.may_include.end());
+    const std::string text = std::regex_replace(read_text(cmake), kComment, "");
+    for (std::sregex_iterator it(text.begin(), text.end(), kLink), end; it != end; ++it) {
+      std::stringstream args((*it)[2].str());
+      for (std::string word; args >> word;) {
+        if (!folder_of_target.count(word)) continue;
+        const std::string& folder = folder_of_target[word];
+        if (folder == owner || allowed.count(folder)) continue;
+        problems.push_back(relative.string() + " links " + word + " (host/" + folder + "/) into " + (*it)[1].str() +
+                           ": host/" + owner + "/ may include only " + listed(layer.may_include));
+      }
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> unused_permissions(const fs::path& host_root, const std::vector<Layer>& layers) {
+  static const std::regex kInclude(R"(^\s*#\s*include\s+["<]([a-z_]+)/)");
+  std::vector<std::string> problems;
+  for (const auto& layer : layers) {
+    if (!fs::is_directory(host_root / layer.folder)) continue;
+    std::set<std::string> included;
+    for (const auto& file : sources_under(host_root / layer.folder)) {
+      std::ifstream in(file);
+      for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (std::regex_search(line, m, kInclude)) included.insert(m[1]);
+      }
+    }
+    for (const auto& dep : layer.may_include)
+      if (!included.count(dep))
+        problems.push_back("host/" + layer.folder + "/ may include " + dep + ", which none of its files includes");
   }
   return problems;
 }

@@ -34,4 +34,13 @@ std::vector<std::string> namespace_problems(const std::filesystem::path& host_ro
 // the row's targets, and every one that a CMakeLists.txt of another folder (host/'s own included) compiles.
 std::vector<std::string> target_problems(const std::filesystem::path& host_root, const std::vector<Layer>& layers);
 
+// Every host target that a folder's CMakeLists.txt links into one of its row's targets while the row may not
+// include that target's folder: "cli/CMakeLists.txt links gradsweep_cluster (host/cluster/) into gradsweep_cli:
+// host/cli/ may include only ...". The table governs the link lines as it governs the includes.
+std::vector<std::string> link_problems(const std::filesystem::path& host_root, const std::vector<Layer>& layers);
+
+// Every folder a row lets its folder include that none of the folder's files includes: the table says what
+// the code needs, no more ("host/cli/ may include cluster, which none of its files includes").
+std::vector<std::string> unused_permissions(const std::filesystem::path& host_root, const std::vector<Layer>& layers);
+
 }  // namespace gradsweep::test

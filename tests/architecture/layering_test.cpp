@@ -4,6 +4,7 @@
 // downward and no cycle can form. Each folder is also one namespace, gradsweep::<folder>, and its sources are
 // compiled, by its own CMakeLists.txt, into the targets its row names. The table is read from the page a
 // newcomer reads, so the map and the check cannot drift apart. No LibTorch: this binary links GoogleTest alone.
+#include "architecture/folder_parts.hpp"
 #include "architecture/include_layers.hpp"
 
 #include <gtest/gtest.h>
@@ -68,6 +69,72 @@ TEST(Layering, EachFolderIsCompiledIntoTheTargetsItsRowNames) {
   for (const auto& layer : layers)
     EXPECT_FALSE(layer.targets.empty()) << "host/" << layer.folder << "/ names no target";
   EXPECT_EQ(joined(target_problems(kSource / "host", layers)), "");
+}
+
+TEST(Layering, EachFolderLinksOnlyTheFoldersItMayIncludeAndMayIncludeOnlyWhatItUses) {
+  const auto layers = parse_layers(read_file(kSource / "docs" / "architecture.md"));
+  ASSERT_GE(layers.size(), 10u);
+  EXPECT_EQ(joined(link_problems(kSource / "host", layers)), "");
+  EXPECT_EQ(joined(unused_permissions(kSource / "host", layers)), "");
+}
+
+TEST(Layering, AFolderSplitIntoPartsHasEveryFileInAPartAndItsPartsPointDown) {
+  const auto parts = parse_parts(read_file(kSource / "docs" / "architecture.md"));
+  ASSERT_GE(parts.size(), 8u) << "docs/architecture.md has no ## Parts of a folder table";
+  EXPECT_EQ(joined(part_table_problems(parts)), "");
+  EXPECT_EQ(joined(part_problems(kSource / "host", parts)), "");
+}
+
+// The parts check on a tree of its own: a file outside the folder's parts, a sub-folder that is no part,
+// and an include from a lower part to a higher one are named; the same include downward is not.
+TEST(Layering, APartsProblemIsNamedWithFileAndLine) {
+  const fs::path root =
+      fs::temp_directory_path() / ("parts-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(root);
+  write_file(root / "box" / "low" / "a.hpp", "#pragma once\n#include \"box/high/b.hpp\"\n");
+  write_file(root / "box" / "high" / "b.cpp", "#include \"box/low/a.hpp\"\n#include \"box/high/b.hpp\"\n");
+  write_file(root / "box" / "stray.cpp", "// no part\n");
+  write_file(root / "box" / "extra" / "c.cpp", "\n");
+  write_file(root / "box" / "CMakeLists.txt", "\n");
+  const auto parts = parse_parts(
+      "## Layers\n| `host/box/low/` | `t` | — |\n## Parts of a folder\n| part | holds | may include |\n"
+      "|---|---|---|\n| `host/box/low/` | the `a` file | — |\n| `host/box/high/` | `b` | `low` |\n");
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[1].may_include, std::vector<std::string>{"low"});
+  EXPECT_TRUE(part_table_problems(parts).empty());
+  const auto problems = part_problems(root, parts);
+  ASSERT_EQ(problems.size(), 3u) << joined(problems);
+  EXPECT_EQ(problems[0], "host/box/extra/ is not a part of host/box/ in docs/architecture.md's ## Parts of a folder");
+  EXPECT_EQ(problems[1], "box/stray.cpp lies in host/box/ itself, outside its parts (high, low)");
+  EXPECT_EQ(problems[2],
+            "box/low/a.hpp:2 includes box/high/b.hpp: host/box/low/ may include no other part of host/box/");
+  const auto upward = part_table_problems(parse_parts("## Parts of a folder\n| `host/box/low/` | x | `high` |\n"));
+  ASSERT_EQ(upward.size(), 1u);
+  EXPECT_EQ(upward[0], "host/box/low/ may include high, which is not a part of host/box/ in a row above it");
+  fs::remove_all(root);
+}
+
+// The link and tightness checks on a tree of their own: a link to a folder the row does not allow is named
+// with its CMakeLists.txt; a permission no file uses is named too.
+TEST(Layering, ALinkAboveTheTableOrAPermissionNoFileUsesIsNamed) {
+  const fs::path root =
+      fs::temp_directory_path() / ("links-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(root);
+  write_file(root / "low" / "CMakeLists.txt", "add_library(t_low STATIC a.cpp)\n");
+  write_file(root / "mid" / "CMakeLists.txt",
+             "add_library(t_mid STATIC b.cpp)\n# target_link_libraries(t_mid PUBLIC t_side)\n"
+             "target_link_libraries(t_mid PUBLIC t_low t_side Threads::Threads)\n");
+  write_file(root / "side" / "CMakeLists.txt", "add_library(t_side STATIC c.cpp)\n");
+  write_file(root / "mid" / "b.cpp", "#include <vector>\n");
+  const auto layers = parse_layers(
+      "## Layers\n| `host/low/` | `t_low` | — |\n| `host/side/` | `t_side` | — |\n| `host/mid/` | `t_mid` | `low` |\n");
+  const auto links = link_problems(root, layers);
+  ASSERT_EQ(links.size(), 1u) << joined(links);
+  EXPECT_EQ(links[0], "mid/CMakeLists.txt links t_side (host/side/) into t_mid: host/mid/ may include only low");
+  const auto unused = unused_permissions(root, layers);
+  ASSERT_EQ(unused.size(), 1u) << joined(unused);
+  EXPECT_EQ(unused[0], "host/mid/ may include low, which none of its files includes");
+  fs::remove_all(root);
 }
 
 // The check itself, on a tree of its own: an include that goes up or sideways is named with its file,

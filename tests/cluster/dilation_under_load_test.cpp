@@ -1,5 +1,5 @@
 // Issue 27, "a load that changes": an emulated cell's compute dilation is taken from its ranks' own
-// forward + backward against the same computation on one node alone (host/experiment/dilation_calibration.hpp),
+// forward + backward against the same computation on one node alone (host/experiment/launch/dilation_calibration.hpp),
 // so that undilated tokens/s (tokens/s x F_compute) names the cluster asked for whatever else the machine
 // runs. The same 4-node cell runs quiet and beside a competing CPU load (busy loops, one per core and at
 // least two), rounds interleaved so that the machine's own drift falls on both sides; the medians of the
@@ -10,7 +10,7 @@
 #include "support/skip_rule.hpp"
 #include "experiment/experiment_test_support.hpp"
 
-#include "experiment/dilation_calibration.hpp"
+#include "experiment/launch/dilation_calibration.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// Elastic cells for real (launcher.elastic, host/experiment/elastic_cell.hpp): a 4-node ring cell on an emulated
+// Elastic cells for real (launcher.elastic, host/experiment/launch/elastic_cell.hpp): a 4-node ring cell on an emulated
 // cluster loses node 3 mid-run, once by its rank being killed and once by its link being cut
 // (`gradsweep cluster link NAME 3 down`). The cell ends within the collective deadline naming the node, goes on
 // with 3 nodes from its last checkpoint (resharded), and finishes with the loss of the same cell run without a

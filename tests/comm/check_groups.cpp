@@ -9,10 +9,10 @@
 // Each rank contributes rank + 1 (its rank in the job), so every group's sum is known in advance.
 #include "check_groups.hpp"
 
-#include "comm/byte_counting.hpp"
-#include "comm/backend_registry.hpp"
-#include "comm/collective_forensics.hpp"
-#include "comm/host_group.hpp"
+#include "comm/core/byte_counting.hpp"
+#include "comm/registry/backend_registry.hpp"
+#include "comm/forensics/collective_forensics.hpp"
+#include "comm/core/host_group.hpp"
 
 #include <chrono>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #pragma once
 // collective_check's sub-communicator modes (check_groups.cpp).
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 
 #include <string>
 

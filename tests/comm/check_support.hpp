@@ -4,7 +4,7 @@
 //
 // Values are small integers, exact in every dtype (bfloat16 included) and in every order of summation,
 // so results are compared bit for bit, whatever algorithm reduced them.
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 
 #include <cstdint>
 #include <optional>

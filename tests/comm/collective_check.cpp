@@ -28,11 +28,11 @@
 // after a barrier (collective #1), the allreduce is collective #2.
 #include "check_groups.hpp"
 #include "check_support.hpp"
-#include "comm/backend_registry.hpp"
-#include "comm/collective_forensics.hpp"
-#include "comm/flight_recorder.hpp"
-#include "comm/mpi_communicator.hpp"
-#include "comm/mpi_runtime.hpp"
+#include "comm/registry/backend_registry.hpp"
+#include "comm/forensics/collective_forensics.hpp"
+#include "comm/forensics/flight_recorder.hpp"
+#include "comm/mpi/mpi_communicator.hpp"
+#include "comm/mpi/mpi_runtime.hpp"
 #include "services/logging.hpp"
 
 #include <spdlog/spdlog.h>
@@ -83,7 +83,7 @@ int late_neighbour(comm::HostCommunicator& comm, int late) {
   return t[0].item<float>() == static_cast<float>(comm.size()) ? 0 : 1;
 }
 
-// `async-progress`: the recorder layer's entry of an async call follows the MPI worker (comm/async_progress.hpp):
+// `async-progress`: the recorder layer's entry of an async call follows the MPI worker (comm/core/async_progress.hpp):
 // it ends when the worker finished the allreduce, long before the caller's wait 1 s later. A layer that saw only
 // issue and wait would end it at the wait.
 int async_progress(comm::HostCommunicator& comm) {

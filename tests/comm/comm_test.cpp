@@ -180,7 +180,7 @@ TEST(MpiFailure, AsyncCollectiveThatNeverCompletesTimesOut) {
 }
 
 // The stack's recorder layer over MPI marks an async call done when the backend's worker finished it, not
-// when the caller got round to waiting (comm/async_progress.hpp): the timeline draws that span.
+// when the caller got round to waiting (comm/core/async_progress.hpp): the timeline draws that span.
 TEST(MpiAsync, TheFlightRecorderFollowsTheWorkerNotTheWait) {
   const auto r = test::run_command(mpirun(2, collective_check("async-progress")));
   ASSERT_EQ(r.exit_code, 0) << r.output;

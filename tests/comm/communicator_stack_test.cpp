@@ -1,10 +1,10 @@
-// The communicator stack's layers (comm/communicator_stack.hpp) over the thread-ranks backend: argument
+// The communicator stack's layers (comm/layers/communicator_stack.hpp) over the thread-ranks backend: argument
 // checks that refuse a call before anything is sent, counters that stay the backend's through every layer,
 // groups and views, and the hang layer naming a stuck call by rank, collective and sequence number. Then
 // the same hang question on the local backend (one rank: a collective cannot hang, a receive has no peer).
-#include "comm/backend_registry.hpp"
-#include "comm/communicator_stack.hpp"
-#include "comm/host_group.hpp"
+#include "comm/registry/backend_registry.hpp"
+#include "comm/layers/communicator_stack.hpp"
+#include "comm/core/host_group.hpp"
 #include "support/thread_ranks.hpp"
 #include "support/text_contains.hpp"
 #include "comm/hang_reports.hpp"

@@ -1,11 +1,11 @@
-// The counting layer (comm/counting_communicator.hpp) over a transport that runs its async allreduce on a
+// The counting layer (comm/layers/counting_communicator.hpp) over a transport that runs its async allreduce on a
 // thread of its own, as the MPI backend runs them on its worker: the busy time is the time the work ran
-// when the transport tells the layers (comm/async_progress.hpp), a wait after the work ended is not
+// when the transport tells the layers (comm/core/async_progress.hpp), a wait after the work ended is not
 // blocked, operations queued behind each other are not counted twice, and without the transport's word
 // the wait's time is what counts.
-#include "comm/async_progress.hpp"
-#include "comm/communicator_layer.hpp"
-#include "comm/communicator_stack.hpp"
+#include "comm/core/async_progress.hpp"
+#include "comm/layers/communicator_layer.hpp"
+#include "comm/layers/communicator_stack.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

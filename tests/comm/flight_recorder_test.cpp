@@ -1,10 +1,10 @@
 // The flight recorder's ring buffer (wraps, keeps the last N in order, states), the verdict composed from
 // the ranks' dumps, and the fingerprints of runtime.check_collectives, in process. The same parts in real
 // MPI jobs: comm_test.cpp and tests/strategies/failure_test.cpp.
-#include "comm/collective_fingerprint.hpp"
-#include "comm/collective_forensics.hpp"
-#include "comm/flight_recorder.hpp"
-#include "comm/hang_verdict.hpp"
+#include "comm/forensics/collective_fingerprint.hpp"
+#include "comm/forensics/collective_forensics.hpp"
+#include "comm/forensics/flight_recorder.hpp"
+#include "comm/forensics/hang_verdict.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 #pragma once
 // What the hang layer reported, from any rank's watchdog thread: a HangHandler that keeps every report.
-#include "comm/watchdog_communicator.hpp"
+#include "comm/layers/watchdog_communicator.hpp"
 #include "support/thread_communicator.hpp"
 
 #include <mutex>

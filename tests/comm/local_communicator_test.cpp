@@ -1,8 +1,8 @@
 // The one-rank backend in the stack's layers (as a strategy gets it): counted like every backend by the
 // counting layer, every call once, its size S, no bytes, blocked = busy.
-#include "comm/communicator_stack.hpp"
-#include "comm/host_communicator.hpp"
-#include "comm/host_group.hpp"
+#include "comm/layers/communicator_stack.hpp"
+#include "comm/core/host_communicator.hpp"
+#include "comm/core/host_group.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// The recording layer of the communicator stack (comm/recorder_communicator.hpp) over the thread-ranks
+// The recording layer of the communicator stack (comm/layers/recorder_communicator.hpp) over the thread-ranks
 // backend and the local one: every call in the flight recorder whatever the backend, runtime.check_collectives'
 // fingerprints that stop mismatched calls without counting their own bytes, and a hung collective named by
 // the rank that did not reach it, from the ranks' dumps (the watchdog layer asks the recorder's forensics).
-#include "comm/backend_registry.hpp"
-#include "comm/collective_forensics.hpp"
-#include "comm/flight_recorder.hpp"
+#include "comm/registry/backend_registry.hpp"
+#include "comm/forensics/collective_forensics.hpp"
+#include "comm/forensics/flight_recorder.hpp"
 #include "support/test_files.hpp"
 #include "support/thread_ranks.hpp"
 #include "support/text_contains.hpp"

@@ -201,7 +201,7 @@ TEST(ThreadRanks, RecvAnyCollectsFromEveryRankAndSaysWhich) {
     });
 }
 
-// The counters follow comm/byte_counting.hpp, as the MPI backend's do.
+// The counters follow comm/core/byte_counting.hpp, as the MPI backend's do.
 TEST(ThreadRanks, CountsBytesAsTheRingWouldMoveThem) {
   run_ranks(4, [](comm::HostCommunicator& comm) {
     torch::Tensor t = torch::ones({1000});  // S = 4000 bytes

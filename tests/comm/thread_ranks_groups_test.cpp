@@ -5,7 +5,7 @@
 #include "support/thread_ranks.hpp"
 #include "support/text_contains.hpp"
 
-#include "comm/host_group.hpp"
+#include "comm/core/host_group.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -3,7 +3,7 @@
 // The runs themselves: tests/cluster/elastic_cell_test.cpp (emulated cluster) and
 // tests/experiment/slurm_multinode_test.cpp (Slurm's requeue onto fewer nodes).
 #include "runs/cell_status.hpp"
-#include "experiment/elastic_cell.hpp"
+#include "experiment/launch/elastic_cell.hpp"
 
 #include "experiment/experiment_test_support.hpp"
 

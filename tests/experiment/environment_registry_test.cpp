@@ -3,8 +3,8 @@
 // defaults the registry states are the code's, and a bad value is refused naming the variable and the
 // value, by the parsers the host's own call sites use.
 #include "comm/algorithms/ring.hpp"
-#include "comm/collective_forensics.hpp"
-#include "comm/collective_timeout.hpp"
+#include "comm/forensics/collective_forensics.hpp"
+#include "comm/forensics/collective_timeout.hpp"
 #include "env/environment.hpp"
 #include "support/test_support.hpp"
 

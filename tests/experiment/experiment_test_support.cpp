@@ -1,7 +1,7 @@
 #include "experiment_test_support.hpp"
 
 #include "config/config_error.hpp"
-#include "experiment/experiment_file.hpp"
+#include "experiment/plan/experiment_file.hpp"
 
 #include <gtest/gtest.h>
 

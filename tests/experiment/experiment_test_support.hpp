@@ -1,7 +1,7 @@
 #pragma once
 // Helpers for the experiment suite: experiment files over the shared byte corpus and tiny GPT-2 cells,
 // planning them through the library as `gradsweep plan` does, and running the CLI.
-#include "experiment/sweep_plan.hpp"
+#include "experiment/plan/sweep_plan.hpp"
 
 #include "support/test_support.hpp"
 

@@ -5,9 +5,9 @@
 
 #include "config/cell_config.hpp"
 #include "config/key_path.hpp"
-#include "experiment/cell_tree.hpp"
-#include "experiment/experiment_file.hpp"
-#include "experiment/sweep_matrix.hpp"
+#include "experiment/plan/cell_tree.hpp"
+#include "experiment/plan/experiment_file.hpp"
+#include "experiment/plan/sweep_matrix.hpp"
 
 #include <gtest/gtest.h>
 

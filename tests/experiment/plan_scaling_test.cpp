@@ -3,7 +3,7 @@
 // pass over the cells to show in the counts.
 #include "experiment_test_support.hpp"
 
-#include "experiment/experiment_file.hpp"
+#include "experiment/plan/experiment_file.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // and the order repeats run in.
 #include "experiment_test_support.hpp"
 
-#include "experiment/run_order.hpp"
+#include "experiment/launch/run_order.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // results.csv has the comparison columns, and whose `report --baseline` refuses a group not in the sweep.
 #include "experiment_test_support.hpp"
 
-#include "experiment/sweep_plan.hpp"
+#include "experiment/plan/sweep_plan.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -6,7 +6,7 @@
 #include "experiment_test_support.hpp"
 #include "short_shard.hpp"
 
-#include "experiment/sweep_plan.hpp"
+#include "experiment/plan/sweep_plan.hpp"
 #include "support/skip_rule.hpp"
 
 #include <gtest/gtest.h>

@@ -1,8 +1,8 @@
 // Matrix expansion, exclude / include / repeat, and cell ids that depend only on the resolved configuration.
 #include "experiment_test_support.hpp"
 
-#include "experiment/cell_id.hpp"
-#include "experiment/sweep_matrix.hpp"
+#include "experiment/plan/cell_id.hpp"
+#include "experiment/plan/sweep_matrix.hpp"
 
 #include <gtest/gtest.h>
 

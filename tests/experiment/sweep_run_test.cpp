@@ -5,7 +5,7 @@
 
 #include "device/torch_cuda.hpp"
 #include "runs/cell_status.hpp"
-#include "experiment/run_lock.hpp"
+#include "experiment/launch/run_lock.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

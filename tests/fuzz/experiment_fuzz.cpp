@@ -3,8 +3,8 @@
 // built from the file read again and read as cells. As in cell_config_fuzz.cpp, only a ConfigError is an
 // answer.
 #include "config/cell_config.hpp"
-#include "experiment/experiment_file.hpp"
-#include "experiment/cell_tree.hpp"
+#include "experiment/plan/experiment_file.hpp"
+#include "experiment/plan/cell_tree.hpp"
 
 #include <unistd.h>
 

@@ -8,8 +8,13 @@
 namespace gradsweep {
 namespace {
 
+using config::CellConfig;
 using config::ConfigError;
+using config::Diagnostics;
+using config::host_keys_of;
+using config::OptionChoices;
 using config::parse_cell_config;
+using config::resolve_options;
 
 const char* kValid = R"(model:
   name: gpt2
@@ -119,15 +124,23 @@ TEST(CellConfig, PluginOptionsValidatedAgainstTheirSchema) {
   const auto c = parse_cell_config(kValid, "exp.yaml", "/base", {"model.n_layer=two"});
   const std::vector<sdk::OptionSpec> specs{{"preset", sdk::OptionType::String, nullptr, ""},
                                            {"n_layer", sdk::OptionType::Int, nullptr, ""}};
+  // What plugins::resolve_plugin_options does with a plugin's declared specs.
+  const auto resolve = [&](const CellConfig& cell) {
+    Diagnostics diag(cell.file);
+    sdk::Options options =
+        resolve_options(cell.root["model"], "model", specs, OptionChoices{}, host_keys_of("model"), diag);
+    diag.throw_if_any();
+    return options;
+  };
   try {
-    config::resolve_plugin_options(c, "model", specs);
+    resolve(c);
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("model.n_layer: expected an integer, got 'two'"), std::string::npos)
         << e.what();
   }
   const auto ok = parse_cell_config(kValid, "exp.yaml", "/base", {"model.n_layer=3"});
-  const sdk::Options options = config::resolve_plugin_options(ok, "model", specs);
+  const sdk::Options options = resolve(ok);
   EXPECT_EQ(options.integer("n_layer"), 3);
   EXPECT_EQ(options.text("preset"), "gpt2-tiny");
 }

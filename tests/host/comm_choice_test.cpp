@@ -1,7 +1,7 @@
 // Which communicator a job gets: runtime.comm, GRADSWEEP_COMM, the device, the build and the launcher
 // (docs/configuration.md, docs/communicators.md). The rule itself, the key's validation, and the CLI on
 // this machine: no GPU, Open MPI installed, NCCL built in or not.
-#include "comm/communicator_nccl.hpp"
+#include "comm/nccl/nccl_backend.hpp"
 #include "config/cell_config.hpp"
 #include "config/comm_choice.hpp"
 #include "support/test_support.hpp"

@@ -3,7 +3,7 @@
 // through one checked accessor; who computes and who hears unit events declared once. The counting
 // strategy built as if against SDK 1.2, 1.3, 1.4, 1.8 and 1.9 loads and trains; the broken builds are
 // refused with an error naming them, without a crash.
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 #include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "plugins/plugin_registry.hpp"

@@ -3,7 +3,7 @@
 // Before, a recursive alias crashed gradsweep with SIGSEGV and an alias bomb kept it busy for ever.
 #include "config/cell_config.hpp"
 #include "config/yaml_guard.hpp"
-#include "experiment/experiment_file.hpp"
+#include "experiment/plan/experiment_file.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 
 #include "support/plugin_fixture.hpp"
 
-#include "comm/host_communicator.hpp"
+#include "comm/core/host_communicator.hpp"
 #include "config/config_error.hpp"
 #include "config/option_schema.hpp"
 #include "plugins/plugin_instance.hpp"

@@ -1,6 +1,6 @@
 #include "support/thread_communicator.hpp"
 
-#include "comm/dtype_name.hpp"
+#include "comm/core/dtype_name.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -26,7 +26,7 @@ bool supported(torch::ScalarType t) {
 // What only this backend checks of one tensor argument, as the MPI backend does (mpi::buffer_of): the
 // device, the dtypes MPI has and the count one MPI call takes. The rules every backend
 // shares (defined, contiguous, sizes, ranks, tags, features) are the stack's argument-check layer's
-// (comm/checked_communicator.hpp), which run_ranks puts in front of this communicator.
+// (comm/layers/checked_communicator.hpp), which run_ranks puts in front of this communicator.
 void checked(const torch::Tensor& t, const std::string& call, const char* role) {
   const std::string who = call + ": " + role + " tensor";
   if (!t.device().is_cpu())

@@ -4,7 +4,7 @@
 //
 //   - the MPI backend's own argument checks (CPU, supported dtype, count) with the same wording; the rules
 //     every backend shares (defined, contiguous, sizes, ranks, tags, features) are the stack's argument-check
-//     layer's (comm/checked_communicator.hpp), which run_ranks puts in front of this communicator;
+//     layer's (comm/layers/checked_communicator.hpp), which run_ranks puts in front of this communicator;
 //   - collectives matched by call order per rank, blocking calls and async calls in separate orders (the
 //     MPI backend runs async calls on a communicator of their own); the ranks' calls must agree on kind,
 //     algorithm, dtype, size, op and root, or every rank gets an error naming each rank's call (where MPI
@@ -12,7 +12,7 @@
 //   - with_algorithm's views (ring, hierarchical) compute what the native call computes;
 //   - send is eager (copied at once, never blocks), recv and recv_any take messages in MPI's order, and a
 //     message whose length or dtype differs from the receiving tensor is an error naming both;
-//   - bytes, calls and times counted by the stack's counting layer (comm/counting_communicator.hpp), as on
+//   - bytes, calls and times counted by the stack's counting layer (comm/layers/counting_communicator.hpp), as on
 //     every backend (take_stats); times are real but mean little here (a collective takes as long as its
 //     slowest rank takes to join it);
 //   - features() as configured (all of them by default), and a call to a missing feature fails;
@@ -23,9 +23,9 @@
 //     group whose parent is gone fails by name.
 #include "support/rank_hub.hpp"
 
-#include "comm/algorithm_view.hpp"
-#include "comm/host_communicator.hpp"
-#include "comm/watchdog_communicator.hpp"
+#include "comm/core/algorithm_view.hpp"
+#include "comm/core/host_communicator.hpp"
+#include "comm/layers/watchdog_communicator.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -46,7 +46,7 @@ struct RanksOptions {
   sdk::CommFeatures features = kAllCommFeatures;
   // A rank that waits this long inside one call ends the run (a safety net: deadlocks end at once).
   std::chrono::milliseconds timeout{30000};
-  // The stack's hang layer (comm/watchdog_communicator.hpp): a call still running after this many seconds
+  // The stack's hang layer (comm/layers/watchdog_communicator.hpp): a call still running after this many seconds
   // is reported to on_hang (by rank, call and sequence number); 0 leaves it off, and the hub's own
   // deadlock detection and `timeout` above end a stuck run.
   double watchdog_seconds = 0;

@@ -2,7 +2,7 @@
 // ThreadCommunicator over a context of the same hub, held as the host's backends hold theirs (HostGroup).
 #include "support/thread_communicator.hpp"
 
-#include "comm/host_group.hpp"
+#include "comm/core/host_group.hpp"
 
 #include <torch/torch.h>
 

@@ -1,6 +1,6 @@
 #include "support/thread_ranks.hpp"
 
-#include "comm/communicator_stack.hpp"
+#include "comm/layers/communicator_stack.hpp"
 
 #include <c10/util/Exception.h>
 

@@ -26,7 +26,7 @@
 // One thread per rank calls its communicator (the body's); the deadlock check relies on it.
 //
 // What the body gets is the ThreadCommunicator inside the same layers every backend gets
-// (comm/communicator_stack.hpp: argument checks, the hang watchdog when RanksOptions::watchdog_seconds is
+// (comm/layers/communicator_stack.hpp: argument checks, the hang watchdog when RanksOptions::watchdog_seconds is
 // set, the flight recorder: comm.flight_recorder() holds the rank's calls, and with a cell directory
 // (comm::forensics::set_directory) a hang is judged from the ranks' dumps), so the layers are tested here,
 // and the harness keeps no copy of their rules.

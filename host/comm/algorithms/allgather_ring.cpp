@@ -3,7 +3,7 @@
 // every later step forwards what the previous one received. After n-1 steps every chunk is everywhere.
 #include "comm/algorithms/ring.hpp"
 #include "comm/algorithms/ring_pipeline.hpp"
-#include "comm/tensor_memory.hpp"
+#include "comm/core/tensor_memory.hpp"
 
 #include <stdexcept>
 

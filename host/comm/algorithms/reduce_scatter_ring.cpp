@@ -4,7 +4,7 @@
 // every rank, i.e. rank r holds the full reduction of chunk r.
 #include "comm/algorithms/ring.hpp"
 #include "comm/algorithms/ring_pipeline.hpp"
-#include "comm/tensor_memory.hpp"
+#include "comm/core/tensor_memory.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -14,7 +14,7 @@
 //
 // No value from the experiment file is pasted into the script unchecked (shell_quote.hpp): names and
 // numbers are validated, paths are single-quoted, and the cells file is read as data (read -r, "$var").
-#include "experiment/launcher.hpp"
+#include "experiment/launch/launcher.hpp"
 
 #include <filesystem>
 #include <string>

@@ -1,7 +1,7 @@
 #include "experiment/slurm/elastic_runs.hpp"
 
-#include "experiment/elastic_cell.hpp"
-#include "experiment/provenance.hpp"
+#include "experiment/launch/elastic_cell.hpp"
+#include "experiment/launch/provenance.hpp"
 
 #include <algorithm>
 #include <stdexcept>

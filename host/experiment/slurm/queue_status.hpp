@@ -13,7 +13,7 @@
 //    would write (task_outcome.hpp) is written to status.json, atomically, and shown;
 //  - gone with no record at all: shown as failed, not written (the next `gradsweep run` submits it again).
 // The follower in slurm_launcher.cpp decides the same way while it runs.
-#include "experiment/launcher.hpp"
+#include "experiment/launch/launcher.hpp"
 
 #include <map>
 #include <string>

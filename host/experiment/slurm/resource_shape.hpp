@@ -3,7 +3,7 @@
 // option cannot (an array has one set of #SBATCH lines). The shape is therefore everything that ends up in
 // the script's header: nodes (and an elastic cell's fewest), tasks per node, GPUs, time limit, threads per
 // rank, and the launcher.slurm settings.
-#include "experiment/launcher.hpp"
+#include "experiment/launch/launcher.hpp"
 
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 #include "experiment/slurm/slurm_launcher.hpp"
 
-#include "experiment/run_order.hpp"
+#include "experiment/launch/run_order.hpp"
 
 #include "experiment/slurm/batch_script.hpp"
 #include "experiment/slurm/elastic_runs.hpp"

@@ -12,7 +12,7 @@
 //
 // The <stamp> keeps scripts of different runs apart: a task reads its cells file when it starts, possibly
 // long after `gradsweep run --no-wait` returned and another run was planned.
-#include "experiment/launcher.hpp"
+#include "experiment/launch/launcher.hpp"
 
 #include <chrono>
 #include <filesystem>
