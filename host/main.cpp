@@ -14,6 +14,7 @@
 #include "cli/status_command.hpp"
 #include "cli/trace_command.hpp"
 #include "cli/train_command.hpp"
+#include "cli/unknown_command.hpp"
 
 #include "device/torch_cuda.hpp"
 #include "plugins/plugin_registry.hpp"
@@ -23,6 +24,8 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <string>
+#include <vector>
 
 #ifndef GRADSWEEP_VERSION
 #define GRADSWEEP_VERSION "0.0.0"
@@ -63,6 +66,11 @@ int main(int argc, char** argv) {
   gradsweep::cli::register_provenance_command(app);  // hidden: the Slurm batch script's
   gradsweep::cli::register_check_command(app);       // the conformance kit (docs/plugins.md)
   gradsweep::cli::register_reference_command(app);   // last: docs/reference/cli.md lists the commands above
+  // Before CLI11, which would answer a mistyped command with "A subcommand is required" or the general help.
+  if (const auto unknown = gradsweep::cli::unknown_command(app, std::vector<std::string>(argv + 1, argv + argc))) {
+    std::cerr << "error: " << *unknown << std::endl;
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -34,6 +34,34 @@ TEST(Cli, VersionAndHelp) {
   }
 }
 
+// A mistyped command is named, with the nearest command when there is one, at any depth, exit 2; --help
+// after it does not print the general help with success.
+TEST(Cli, AMistypedCommandIsNamedWithTheNearestOne) {
+  const auto unknown = test::run_command(gradsweep("frobnicate x"));
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("error: unknown command 'frobnicate' for 'gradsweep'; 'gradsweep --help' lists"),
+            std::string::npos)
+      << unknown.output;
+  const auto help = test::run_command(gradsweep("frobnicate --help"));
+  EXPECT_EQ(help.exit_code, 2) << help.output;
+  EXPECT_NE(help.output.find("unknown command 'frobnicate'"), std::string::npos) << help.output;
+  const auto typo = test::run_command(gradsweep("pln experiments/quickstart.yaml"));
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_NE(typo.output.find("unknown command 'pln' for 'gradsweep' (did you mean 'plan'?)"), std::string::npos)
+      << typo.output;
+  const auto nested = test::run_command(gradsweep("check strategyy ring"));
+  EXPECT_EQ(nested.exit_code, 2) << nested.output;
+  EXPECT_NE(nested.output.find("unknown command 'strategyy' for 'gradsweep check' (did you mean 'strategy'?)"),
+            std::string::npos)
+      << nested.output;
+  // A hidden command is never suggested; a far word gets no suggestion.
+  const auto hidden = test::run_command(gradsweep("cell-provenanc"));
+  EXPECT_EQ(hidden.output.find("did you mean"), std::string::npos) << hidden.output;
+  // What is not a command's place is left to the command: a subcommand's own positional argument.
+  const auto known = test::run_command(gradsweep("plugins frobnicate"));
+  EXPECT_EQ(known.output.find("unknown command"), std::string::npos) << known.output;
+}
+
 TEST(Cli, PluginsJsonListsEveryBuiltPlugin) {
   const auto r = test::run_command(gradsweep("plugins --json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
