@@ -57,11 +57,13 @@ TEST(DocsExample, MinimalStrategyFromPluginsPageBuildsAndMatchesSingle) {
   const std::string cmake = example_block(page, "CMakeLists.txt");
   ASSERT_FALSE(source.empty()) << "docs/plugins.md has no block after <!-- example: minimal_strategy.cpp -->";
   ASSERT_FALSE(cmake.empty()) << "docs/plugins.md has no block after <!-- example: CMakeLists.txt -->";
-  test::write_text(dir / "src" / "minimal_strategy.cpp", source);
-  test::write_text(dir / "src" / "CMakeLists.txt", cmake);
-
-  const std::string output = test::build_out_of_tree(dir / "src", dir / "build");
-  const fs::path plugins = dir / "build" / "plugins";
+  // Built with the commands of docs/howto/own-strategy.md, as written there.
+  const auto build = test::documented_build(test::read_text(test::source_dir() / "docs" / "howto" / "own-strategy.md"));
+  ASSERT_FALSE(build.project.empty()) << "docs/howto/own-strategy.md gives no `cmake -S` command";
+  test::write_text(dir / build.project / "minimal_strategy.cpp", source);
+  test::write_text(dir / build.project / "CMakeLists.txt", cmake);
+  const std::string output = test::build_as_documented(build, dir);
+  const fs::path plugins = dir / build.project / "build" / "plugins";
   ASSERT_TRUE(fs::exists(plugins / "minimal_strategy.so")) << output;
 
   // The configuration names the plugin by its descriptor's name, not by its file's.
@@ -91,6 +93,23 @@ TEST(DocsExample, MinimalStrategyFromPluginsPageBuildsAndMatchesSingle) {
   EXPECT_EQ(summary.at("strategy"), "minimal_allreduce");
 }
 
+// Every page that tells a third party how to build a plugin gives commands that configure against the
+// installed prefix alone (no Torch_DIR to know) and then build; the two tests above run two of them.
+TEST(DocsExample, EveryPluginPageGivesTheSameCommandsWithNothingMoreToKnow) {
+  for (const char* page : {"plugins.md", "howto/own-strategy.md", "howto/own-model.md"}) {
+    const auto build = test::documented_build(test::read_text(test::source_dir() / "docs" / page));
+    ASSERT_EQ(build.commands.empty(), false) << page;
+    EXPECT_FALSE(build.project.empty()) << page;
+    std::string all;
+    for (const auto& c : build.commands) all += c + "\n";
+    EXPECT_NE(all.find("-B " + build.project + "/build -DCMAKE_PREFIX_PATH=/opt/gradsweep"), std::string::npos)
+        << page << ":\n"
+        << all;
+    EXPECT_NE(all.find("cmake --build " + build.project + "/build"), std::string::npos) << page << ":\n" << all;
+    EXPECT_EQ(all.find("Torch_DIR"), std::string::npos) << page << ":\n" << all;
+  }
+}
+
 double worst_relative_difference(const std::vector<double>& run, const std::vector<double>& reference) {
   double worst = 0.0;
   for (std::size_t i = 0; i < run.size() && i < reference.size(); ++i)
@@ -105,11 +124,13 @@ TEST(DocsExample, MinimalModelFromPluginsPageBuildsTrainsAndPassesTheCheck) {
   const std::string cmake = example_block(page, "model CMakeLists.txt");
   ASSERT_FALSE(source.empty()) << "docs/plugins.md has no block after <!-- example: minimal_model.cpp -->";
   ASSERT_FALSE(cmake.empty()) << "docs/plugins.md has no block after <!-- example: model CMakeLists.txt -->";
-  test::write_text(dir / "src" / "minimal_model.cpp", source);
-  test::write_text(dir / "src" / "CMakeLists.txt", cmake);
-
-  const std::string output = test::build_out_of_tree(dir / "src", dir / "build");
-  const fs::path plugins = dir / "build" / "plugins";
+  // Built with the commands of docs/howto/own-model.md, as written there.
+  const auto build = test::documented_build(test::read_text(test::source_dir() / "docs" / "howto" / "own-model.md"));
+  ASSERT_FALSE(build.project.empty()) << "docs/howto/own-model.md gives no `cmake -S` command";
+  test::write_text(dir / build.project / "minimal_model.cpp", source);
+  test::write_text(dir / build.project / "CMakeLists.txt", cmake);
+  const std::string output = test::build_as_documented(build, dir);
+  const fs::path plugins = dir / build.project / "build" / "plugins";
   ASSERT_TRUE(fs::exists(plugins / "minimal_model.so")) << output;
   const fs::path gradsweep = test::installed_prefix() / "bin" / "gradsweep";
 
