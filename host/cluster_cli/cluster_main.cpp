@@ -11,6 +11,7 @@
 #include "cluster/cluster_link.hpp"
 #include "cluster/cluster_lock.hpp"
 #include "cluster/cluster_spec.hpp"
+#include "cluster/cluster_supervisor.hpp"
 #include "cluster/cluster_sweeper.hpp"
 #include "cluster/link_state.hpp"
 #include "cluster/mpi_access.hpp"
@@ -66,6 +67,8 @@ void up(const ClusterArgs& a) {
   }
   if (!a.dilation_source.empty()) spec.dilation_source = a.dilation_source;
   spec = bring_up(spec, nullptr, a.owner_lock);
+  // A sweep's cluster goes with its sweep, even when the sweep is killed (cluster_supervisor.hpp).
+  if (!a.owner_lock.empty()) supervise_owner(spec.name, a.owner_lock);
   if (a.json) {
     std::cout << nlohmann::json{{"cluster", to_json(spec)}, {"mpirun_arguments", mpirun_arguments(spec)}}.dump()
               << std::endl;
