@@ -19,6 +19,7 @@
 #include "train/kernel_profiler.hpp"
 #include "train/lr_schedule.hpp"
 #include "device/machine.hpp"
+#include "device/matmul_precision.hpp"
 #include "train/memory_reuse.hpp"
 #include "train/metrics_log.hpp"
 #include "train/model_agreement.hpp"
@@ -128,11 +129,8 @@ int prepare_rank(const config::CellConfig& config, comm::HostCommunicator& comm,
     throw config::ConfigError({config.file + ": runtime.device: '" + config.device +
                                "' asked for, but this LibTorch build or machine has no CUDA device (" +
                                device::describe_torch_cuda() + ")"});
-  if (device.is_cuda()) {
-    // "high" lets cuBLAS use TF32 for float32 products; "highest" keeps full float32.
-    at::globalContext().setFloat32MatmulPrecision(config.tf32 ? "high" : "highest");
-    spdlog::info("float32 matmuls on {}: TF32 {}", config.device, config.tf32 ? "on" : "off");
-  }
+  const std::string precision = device::set_float32_matmul_precision(config.tf32);
+  spdlog::info("float32 matmuls on {}: precision {} (TF32 {})", config.device, precision, config.tf32 ? "on" : "off");
   const int threads = device::choose_threads(static_cast<int>(config.threads), comm.local_size());
   const bool openblas = device::set_compute_threads(threads);
   spdlog::info("{} compute threads per rank ({} ranks on this node){}", threads, comm.local_size(),
@@ -547,6 +545,7 @@ nlohmann::json CellTraining::write_summary() {
   RunFacts facts{info_, config_.model_name, config_.strategy_name, comm_.size(),    threads_,         train_.steps,
                  peak_, flops_per_token_,   config_.device,        comm_.backend(), vocabulary_steps_};
   nlohmann::json summary = make_summary(facts, totals_, train_loss_, val_loss_, resolved);
+  summary["float32_matmul_precision"] = device::float32_matmul_precision();  // as LibTorch reports it
   summary["step_breakdown"] = timeline_.finish();
   summary["trace"] = timeline_.cost();
   if (kernel_profile_) summary["kernel_profile"] = kernel_profile_->to_json();

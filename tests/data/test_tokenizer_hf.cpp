@@ -1,9 +1,10 @@
 // Hugging Face tokenizer.json of the byte-level BPE kind (tokenizer_hf.cpp). Hand-made files check the merge
 // loop, ignore_merges, added tokens, the pre-tokenizer's regular expressions and what is refused (always
-// run). Files made by the `tokenizers` package (tests/data/hf_tokenizers.py: GPT-2's layout with and without
-// add_prefix_space, Llama-3's) check that gradsweep's ids are tokenizers' ids on every fortunes quotation plus
-// hard cases, and `gradsweep prepare --tokenizer hf` end to end. Those need GRADSWEEP_TEST_PYTHON with
-// `tokenizers` (the project's .venv): skipped with the reason without it, failed under CI (CI=true).
+// run). Files made by the `tokenizers` package (tests/data/hf_tokenizers.py: GPT-2's own tokenizer in its published
+// layout, a trained one with and without add_prefix_space, Llama-3's) check that gradsweep's ids are tokenizers' ids on
+// every fortunes quotation plus hard cases, and `gradsweep prepare --tokenizer hf` end to end. Those need
+// GRADSWEEP_TEST_PYTHON with `tokenizers` (the project's .venv): skipped with the reason without it, failed under CI
+// (CI=true).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -274,9 +275,10 @@ const std::vector<std::string> kHardCases = {
 // The documents (every fortunes quotation, as prepare reads them, then kHardCases), the tokenizers
 // hf_tokenizers.py made of them, and their ids as tokenizers gives them.
 struct Reference {
-  std::string why_not;  // non-empty: no reference (no Python or no tokenizers)
-  fs::path made;        // hf_tokenizers.py's output: NAME.json, wordpiece.json, ids.json
-  TempDir dir;          // scratch for the tests' own output
+  std::string why_not;      // non-empty: no reference (no Python or no tokenizers)
+  std::string why_no_gpt2;  // non-empty: no GPT-2 tokenizer among them (GPT-2's published files not found)
+  fs::path made;            // hf_tokenizers.py's output: NAME.json, wordpiece.json, ids.json
+  TempDir dir;              // scratch for the tests' own output
   std::vector<std::string> documents;
   size_t corpus_documents = 0;  // the first documents are the corpus, the rest kHardCases
   json ids;                     // {name: [[ids of document 0], ...]}
@@ -287,17 +289,21 @@ struct Reference {
 // interpreter and tokenizers version is already in the build tree: ctest runs each test in a process of its own, and
 // training takes about 10 s. Made in a staging directory renamed into place, so that tests run in parallel never see
 // half.
-fs::path run_reference_script(const std::string& python, const std::string& version, const std::string& documents) {
+// With `gpt2_dir` (GPT-2's published files), GPT-2's own tokenizer too.
+fs::path run_reference_script(const std::string& python, const std::string& version, const std::string& documents,
+                              const fs::path& gpt2_dir) {
   const std::string script = testing::read_file(GRADSWEEP_HF_SCRIPT);
-  const fs::path made = fs::path(GRADSWEEP_HF_CACHE_DIR) /
-                        std::to_string(std::hash<std::string>{}(documents + script + python + version));
+  const fs::path made =
+      fs::path(GRADSWEEP_HF_CACHE_DIR) /
+      std::to_string(std::hash<std::string>{}(documents + script + python + version + gpt2_dir.string()));
   if (fs::exists(made / "ids.json")) return made;
   const fs::path staging = made.string() + ".staging-" + std::to_string(::getpid());
   fs::remove_all(staging);
   fs::create_directories(staging);
   testing::write_file(staging / "docs.jsonl", documents);
-  const CommandResult run = run_command(python + " '" + GRADSWEEP_HF_SCRIPT + "' '" +
-                                        (staging / "docs.jsonl").string() + "' '" + staging.string() + "'");
+  const CommandResult run =
+      run_command(python + " '" + GRADSWEEP_HF_SCRIPT + "' '" + (staging / "docs.jsonl").string() + "' '" +
+                  staging.string() + "'" + (gpt2_dir.empty() ? "" : " '" + gpt2_dir.string() + "'"));
   if (run.exit_code != 0) throw std::runtime_error("hf_tokenizers.py failed:\n" + run.output);
   std::error_code raced;  // another test process put its identical copy there first
   fs::rename(staging, made, raced);
@@ -321,7 +327,7 @@ const Reference& reference() {
     r->documents.insert(r->documents.end(), kHardCases.begin(), kHardCases.end());
     std::string lines;
     for (const std::string& doc : r->documents) lines += json(doc).dump() + "\n";
-    r->made = run_reference_script(python, version.output, lines);
+    r->made = run_reference_script(python, version.output, lines, testing::gpt2_vocab_dir(&r->why_no_gpt2));
     json made_ids = json::parse(testing::read_file(r->made / "ids.json"));
     r->ids = std::move(made_ids["ids"]);
     r->decoded = std::move(made_ids["decoded"]);
@@ -354,6 +360,7 @@ class HfTokenizerAgainstTokenizers : public ::testing::TestWithParam<std::string
 TEST_P(HfTokenizerAgainstTokenizers, GivesTokenizersIdsOnTheWholeCorpusAndDecodesBack) {
   REQUIRE_REFERENCE();
   const std::string& name = GetParam();
+  if (name == "gpt2" && !ref.why_no_gpt2.empty()) GRADSWEEP_SKIP_UNLESS_CI(ref.why_no_gpt2);
   const auto tok = load_hf_tokenizer(ref.made / (name + ".json"));
   const json& expected = ref.ids.at(name);
   ASSERT_EQ(expected.size(), ref.documents.size());
@@ -385,7 +392,7 @@ TEST_P(HfTokenizerAgainstTokenizers, GivesTokenizersIdsOnTheWholeCorpusAndDecode
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, HfTokenizerAgainstTokenizers,
-                         ::testing::Values("bytelevel", "bytelevel_prefix", "llama3"));
+                         ::testing::Values("bytelevel", "bytelevel_prefix", "llama3", "gpt2"));
 
 TEST(HfTokenizerFromTokenizers, VocabularySizeAndEndOfText) {
   REQUIRE_REFERENCE();
@@ -395,6 +402,10 @@ TEST(HfTokenizerFromTokenizers, VocabularySizeAndEndOfText) {
   const auto llama_like = load_hf_tokenizer(ref.made / "llama3.json");
   EXPECT_EQ(llama_like->vocab_size(), 2003);  // 2000 + <|begin_of_text|>, <|end_of_text|>, <|eot_id|>
   EXPECT_EQ(llama_like->end_of_text(), 2001);
+  if (!ref.why_no_gpt2.empty()) GRADSWEEP_SKIP_UNLESS_CI(ref.why_no_gpt2);
+  const auto gpt2 = load_hf_tokenizer(ref.made / "gpt2.json");  // GPT-2's published layout
+  EXPECT_EQ(gpt2->vocab_size(), 50257);
+  EXPECT_EQ(gpt2->end_of_text(), 50256);
 }
 
 TEST(HfTokenizerFromTokenizers, RefusesAWordPieceTokenizerNamingItAndTheFile) {

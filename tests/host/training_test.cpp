@@ -18,9 +18,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // A cell config for the byte-level fortunes corpus; `model` is the model section's body.
+// `data` is a prepared corpus's folder (train.bin, val.bin); the byte corpus when empty.
 fs::path write_config(const fs::path& dir, const std::string& model, int steps, const std::string& extra = "",
-                      int batch_size = 8) {
-  const fs::path corpus = test::byte_corpus();
+                      int batch_size = 8, const fs::path& data = {}) {
+  const fs::path corpus = data.empty() ? test::byte_corpus() : data;
   const fs::path file = dir / "cell.yaml";
   test::write_text(file, "model:\n" + model + "\ndata:\n  train: " + (corpus / "train.bin").string() + "\n  val: " +
                              (corpus / "val.bin").string() + "\ntrain:\n  steps: " + std::to_string(steps) +
@@ -145,6 +146,12 @@ TEST(Training, SameSeedGivesIdenticalLosses) {
   const fs::path config = write_config(dir, "  name: gpt2\n  preset: gpt2-tiny\n  vocab_size: 257\n  dropout: 0.1", 15);
   ASSERT_EQ(train(config, dir / "a").exit_code, 0);
   ASSERT_EQ(train(config, dir / "b").exit_code, 0);
+  // Exactness is promised on the CPU: full float32 products, as LibTorch reported them, and TF32 off.
+  const auto summary = json::parse(test::read_text(dir / "a" / "summary.json"));
+  EXPECT_EQ(summary.at("float32_matmul_precision"), "highest") << summary.dump();
+  const std::string resolved = test::read_text(dir / "a" / "config.resolved.yaml");
+  EXPECT_TRUE(resolved.find("tf32: off") != std::string::npos || resolved.find("tf32: \"off\"") != std::string::npos)
+      << resolved;
   EXPECT_EQ(losses(dir / "a" / "metrics.jsonl"), losses(dir / "b" / "metrics.jsonl"));
   // And a different seed really changes them (so the equality above is not vacuous).
   ASSERT_EQ(train(config, dir / "c", "--set train.seed=8").exit_code, 0);
@@ -169,6 +176,43 @@ TEST(Training, InterruptedRunResumesBitIdentical) {
   const auto resumed = losses(dir / "resumed" / "metrics.jsonl");
   ASSERT_EQ(resumed.size(), 30u);
   EXPECT_EQ(whole, resumed);  // bit-identical, not approximately equal
+}
+
+// 32-bit shards end to end (llm.c's uint32 layout): a word vocabulary of 100,002 ids whose training split
+// holds ids above 65,535 trains, and an interrupted run resumes bit for bit, as on the byte corpus.
+TEST(Training, ThirtyTwoBitShardsWithIdsAbove65535TrainAndResumeBitIdentical) {
+  const fs::path dir = test::scratch_dir();
+  {
+    std::ofstream text(dir / "words.txt");  // 100 documents of 1,000 distinct words each
+    for (int d = 0; d < 100; ++d) {
+      for (int w = 0; w < 1000; ++w) text << "w" << (d * 1000 + w) << (w % 20 == 19 ? "\n" : " ");
+      text << "\n\n";
+    }
+  }
+  const auto prepared = test::run_command(test::gradsweep_binary().string() +
+                                          " prepare --tokenizer word --vocab 100000 " + "--val-fraction 0.1 --input " +
+                                          (dir / "words.txt").string() + " --out " + (dir / "wide").string());
+  ASSERT_EQ(prepared.exit_code, 0) << prepared.output;
+  EXPECT_NE(prepared.output.find("32-bit ids"), std::string::npos) << prepared.output;
+  const std::vector<std::int32_t> tokens = data::read_token_shard(dir / "wide" / "train.bin");
+  ASSERT_FALSE(tokens.empty());
+  EXPECT_GT(*std::max_element(tokens.begin(), tokens.end()), 65535);
+
+  const fs::path config = write_config(dir, "  name: gpt2\n  preset: gpt2-tiny\n  vocab_size: 100002", 16,
+                                       "checkpoint:\n  every: 5\n", 8, dir / "wide");
+  const auto whole_run = train(config, dir / "whole");
+  ASSERT_EQ(whole_run.exit_code, 0) << whole_run.output;
+  const auto first = train(config, dir / "resumed", "--stop-after 12");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const auto second = train(config, dir / "resumed");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("resumed from"), std::string::npos) << second.output;
+  const auto whole = losses(dir / "whole" / "metrics.jsonl");
+  ASSERT_EQ(whole.size(), 16u);
+  // From ln(100002) = 11.5 at the start: finite, and lower at the end.
+  for (const double loss : whole) EXPECT_TRUE(std::isfinite(loss)) << loss;
+  EXPECT_LT(whole.back(), whole.front());
+  EXPECT_EQ(whole, losses(dir / "resumed" / "metrics.jsonl"));  // bit-identical
 }
 
 }  // namespace
