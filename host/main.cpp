@@ -19,7 +19,7 @@
 #include "device/torch_cuda.hpp"
 #include "plugins/plugin_registry.hpp"
 
-#include <gradsweep/sdk/abi.hpp>
+#include <gradsweep/sdk/build_fingerprint.hpp>
 
 #include <CLI/CLI.hpp>
 

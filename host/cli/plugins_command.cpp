@@ -4,6 +4,8 @@
 #include "plugins/plugin_declarations.hpp"
 #include "plugins/plugin_registry.hpp"
 
+#include <gradsweep/sdk/build_fingerprint.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <iomanip>

@@ -18,8 +18,8 @@
 #include "config/config_error.hpp"
 #include "config/option_schema.hpp"
 
+#include <gradsweep/sdk/optimizer_spec.hpp>
 #include <gradsweep/sdk/options.hpp>
-#include <gradsweep/sdk/strategy.hpp>
 
 #include <yaml-cpp/yaml.h>
 

@@ -4,6 +4,8 @@
 #include "plugins/elf_check.hpp"
 #include "plugins/sized_struct.hpp"
 
+#include <gradsweep/sdk/build_fingerprint.hpp>
+
 #include <boost/dll/runtime_symbol_info.hpp>
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 #include "support/test_support.hpp"
 
 #include <gradsweep/sdk/abi.hpp>
+#include <torch/version.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

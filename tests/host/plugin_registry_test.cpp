@@ -5,6 +5,7 @@
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 namespace gradsweep {
 namespace {

@@ -10,12 +10,12 @@
 // Evolution: within one ABI major, fields are only appended to the descriptor and virtual methods are
 // only appended to the interfaces; each append bumps the minor. A plugin built against an older minor
 // loads in a newer host; a plugin built against a newer minor is refused by an older host.
+//
+// Part of the SDK's core, which needs no LibTorch: the fingerprint of a build is filled in by
+// build_fingerprint.hpp, which reads LibTorch's version.
 #include <gradsweep/sdk/capabilities.hpp>
 #include <gradsweep/sdk/options.hpp>
-#include <gradsweep/sdk/services.hpp>
 #include <gradsweep/sdk/status.hpp>
-
-#include <torch/version.h>
 
 #include <cstdint>
 
@@ -41,6 +41,8 @@ inline constexpr std::uint32_t kAbiMajor = 1;
 //      assumed); PlanAnswer::computing_ranks is the one declaration of the ranks that compute.
 inline constexpr std::uint32_t kAbiMinor = 9;
 inline constexpr const char* kEntryPointName = "gradsweep_plugin";
+
+struct PluginContext;  // services.hpp: what a plugin receives when it is created (it holds LibTorch types)
 
 enum class PluginKind : std::uint32_t { Model = 1, Strategy = 2 };
 
@@ -86,30 +88,5 @@ struct PluginDescriptor {
 };
 
 using DescribePluginFn = const PluginDescriptor*();
-
-namespace detail {
-#if defined(__clang__)
-#define GRADSWEEP_SDK_COMPILER "clang " __clang_version__
-#elif defined(__GNUC__)
-#define GRADSWEEP_SDK_COMPILER "gcc " __VERSION__
-#else
-#define GRADSWEEP_SDK_COMPILER "unknown"
-#endif
-#ifndef GRADSWEEP_CUDA_VERSION
-#define GRADSWEEP_CUDA_VERSION 0
-#endif
-#ifndef GRADSWEEP_NCCL_VERSION
-#define GRADSWEEP_NCCL_VERSION 0
-#endif
-#ifndef _GLIBCXX_USE_CXX11_ABI
-#define _GLIBCXX_USE_CXX11_ABI 0
-#endif
-
-// The fingerprint of the translation unit that includes this header: the plugin's, or the host's.
-inline constexpr BuildFingerprint this_build() {
-  return BuildFingerprint{TORCH_VERSION_MAJOR,    TORCH_VERSION_MINOR,    _GLIBCXX_USE_CXX11_ABI,
-                          GRADSWEEP_CUDA_VERSION, GRADSWEEP_NCCL_VERSION, GRADSWEEP_SDK_COMPILER};
-}
-}  // namespace detail
 
 }  // namespace gradsweep::sdk

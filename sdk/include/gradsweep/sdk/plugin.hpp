@@ -10,6 +10,7 @@
 // The class needs a constructor taking `const gradsweep::sdk::PluginContext&`. It may also declare its
 // capabilities, a plan check and option choices (capabilities.hpp); the macro finds them.
 #include <gradsweep/sdk/abi.hpp>
+#include <gradsweep/sdk/build_fingerprint.hpp>
 #include <gradsweep/sdk/capabilities.hpp>
 #include <gradsweep/sdk/model.hpp>
 #include <gradsweep/sdk/optimizer.hpp>

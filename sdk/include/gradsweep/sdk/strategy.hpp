@@ -17,6 +17,7 @@
 //
 // `ModelAbi` explains the Abi/author split used here too.
 #include <gradsweep/sdk/model.hpp>
+#include <gradsweep/sdk/optimizer_spec.hpp>
 #include <gradsweep/sdk/services.hpp>
 #include <gradsweep/sdk/status.hpp>
 
@@ -28,20 +29,6 @@
 #include <vector>
 
 namespace gradsweep::sdk {
-
-// The optimizer the experiment asked for. Strategies build it over whichever parameters they update
-// (all of them, a server's copy, or a shard) with `make_optimizer` from <gradsweep/sdk/optimizer.hpp>.
-struct OptimizerSpec {
-  enum class Kind : std::uint32_t { AdamW = 0, SGD = 1 };
-  Kind kind = Kind::AdamW;
-  double lr = 1e-3;  // peak rate; the trainer passes each step's scheduled rate in StepContext
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double weight_decay = 0.0;  // applied to matrices only (dim >= 2), as in GPT-2 and llm.c
-  double momentum = 0.0;      // SGD
-  double grad_clip = 0.0;     // max global gradient norm; 0 = no clipping
-};
 
 // What the forward and backward passes run in. The trainer applies it; strategies only ask.
 struct PrecisionPolicy {
