@@ -36,7 +36,8 @@ void register_plan_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--out,-o", args->out, "Output directory (default: runs/<experiment name>)");
   cmd->add_option("--set", args->overrides, "Override a key of the experiment file: --set train.steps=50 (repeatable)");
-  cmd->add_option("--max-cells", args->max_cells, "Refuse a sweep of more cells than this (default 10000)")
+  cmd->add_option("--max-cells", args->max_cells, "Refuse a sweep of more cells than this")
+      ->capture_default_str()  // kDefaultMaxCells, shown as it is
       ->check(CLI::PositiveNumber);
   cmd->callback([args] {
     const LoadedSweep sweep =

@@ -102,8 +102,9 @@ void register_prepare_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, data::kShardMaxTokens));
   cmd->add_option_function<int64_t>(
          "--shuffle-bucket-mb", [options](int64_t mb) { options->shuffle_bucket_bytes = mb << 20; },
-         "Text shuffled in memory at once, in MiB (default 64): a larger corpus is shuffled in buckets on disk, "
+         "Text shuffled in memory at once, in MiB: a larger corpus is shuffled in buckets on disk, "
          "so memory stays about this whatever the corpus")
+      ->default_str(std::to_string(options->shuffle_bucket_bytes >> 20))
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--val-fraction", options->val_fraction,
                   "Fraction of documents, taken from the end, that form val.bin (in [0, 1))")

@@ -79,7 +79,10 @@ void register_project_command(CLI::App& app) {
       ->check(CLI::ExistingPath);
   cmd->add_option("--out,-o", args->out, "Output directory of the sweep (default: runs/<experiment name>)");
   cmd->add_option("--set", args->overrides, "Override a key of the experiment file, as given to `gradsweep run`");
-  cmd->add_option("--nodes", args->nodes, "Node counts to project to (default 1,2,4,8,16,32,64)")
+  std::string default_nodes;  // ProjectionSetup's own, as the help shows it
+  for (const int n : ProjectionSetup{}.nodes) default_nodes += (default_nodes.empty() ? "" : ",") + std::to_string(n);
+  cmd->add_option("--nodes", args->nodes, "Node counts to project to")
+      ->default_str(default_nodes)
       ->delimiter(',')
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--bench", args->bench,

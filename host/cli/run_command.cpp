@@ -192,7 +192,8 @@ void register_run_command(CLI::App& app) {
                   "(job arrays)")
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_option("--set", args->overrides, "Override a key of the experiment file: --set train.steps=50 (repeatable)");
-  cmd->add_option("--max-cells", args->max_cells, "Refuse a sweep of more cells than this (default 10000)")
+  cmd->add_option("--max-cells", args->max_cells, "Refuse a sweep of more cells than this")
+      ->capture_default_str()  // kDefaultMaxCells, shown as it is
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--retry-failed", args->retry_failed, "Also rerun cells that failed or timed out");
   cmd->add_flag("--force", args->force, "Rerun every cell from scratch, done or not");

@@ -54,7 +54,7 @@ JobCommunicator make_job_communicator(const config::CellConfig& config) {
   request.launched_by_mpi = comm::mpi::launched_by_mpi();
   JobCommunicator job{nullptr, config::choose_comm(request), request.launched_by_mpi};
   comm::set_configured_comm_timeout(config.comm_timeout);
-  comm::forensics::set_configured_check(config.resolved["runtime"]["check_collectives"].as<bool>(false));
+  comm::forensics::set_configured_check(config.check_collectives);
   try {
     job.comm = comm::make_communicator(job.decision.backend, comm::BackendOptions{config.device});
   } catch (const std::exception& e) {

@@ -35,14 +35,16 @@ namespace gradsweep::config {
 // The strategy of a cell without a strategy section: the one place the host names a plugin.
 inline constexpr const char* kDefaultStrategy = "single";
 
+// The values of the host's keys: every field without a default of its own, since each is filled from the
+// one typed table (cell_keys.hpp), which says each key's default, range and help.
 struct TrainSettings {
-  std::int64_t steps = 0;
-  std::int64_t batch_size = 0;   // sequences per optimizer step, over all ranks
-  std::int64_t micro_batch = 0;  // sequences per rank per forward/backward
-  std::int64_t seq_len = 0;
-  std::int64_t warmup_steps = 0;
-  double min_lr = 0.0;
-  std::int64_t seed = 0;
+  std::int64_t steps{};
+  std::int64_t batch_size{};   // sequences per optimizer step, over all ranks
+  std::int64_t micro_batch{};  // sequences per rank per forward/backward
+  std::int64_t seq_len{};
+  std::int64_t warmup_steps{};
+  double min_lr{};
+  std::int64_t seed{};
   sdk::OptimizerSpec optimizer;
 };
 
@@ -61,19 +63,20 @@ struct CellConfig {
   // entry, or the list's entries in order. Which shards they name is data::resolve_split_paths's rule.
   std::vector<std::filesystem::path> train_data, val_data;
   TrainSettings train;
-  std::int64_t eval_every = 0, eval_batches = 0;
-  std::int64_t checkpoint_every = 0;
-  std::int64_t log_every = 1;
-  double peak_flops = 0.0;          // 0 = measure
-  std::string trace = "sampled";    // which steps train/timeline.hpp traces: sampled, all or off
-  std::int64_t kernel_profile = 0;  // steps after the first profiled by kernel class (0 = off)
-  bool tensorboard = true;          // TensorBoard event files beside metrics.jsonl (train/tensorboard_log.hpp)
-  std::string mlflow_uri;           // tracking.mlflow: an MLflow server, empty = off (train/mlflow_log.hpp)
-  std::int64_t threads = 0;         // 0 = cores / ranks on this node
+  std::int64_t eval_every{}, eval_batches{};
+  std::int64_t checkpoint_every{};
+  std::int64_t log_every{};
+  double peak_flops{};            // 0 = measure
+  std::string trace;              // which steps train/timeline.hpp traces: sampled, all or off
+  std::int64_t kernel_profile{};  // steps after the first profiled by kernel class (0 = off)
+  bool tensorboard{};             // TensorBoard event files beside metrics.jsonl (train/tensorboard_log.hpp)
+  std::string mlflow_uri;         // tracking.mlflow: an MLflow server, empty = off (train/mlflow_log.hpp)
+  std::int64_t threads{};         // 0 = cores / ranks on this node
   std::string device;
-  bool tf32 = false;          // float32 matmuls on TF32 tensor cores (CUDA only); runtime.tf32 resolved
-  double comm_timeout = 600;  // seconds; see comm/forensics/collective_timeout.hpp
-  std::string comm;           // communicator backend asked for: auto, local, mpi or nccl (see comm_choice.hpp)
+  bool tf32{};               // float32 matmuls on TF32 tensor cores (CUDA only); runtime.tf32 resolved
+  std::string comm;          // communicator backend asked for: auto, local, mpi or nccl (see comm_choice.hpp)
+  bool check_collectives{};  // every rank's collectives compared (comm/forensics/collective_fingerprint.hpp)
+  double comm_timeout{};     // seconds; see comm/forensics/collective_timeout.hpp
   std::vector<std::filesystem::path> plugin_paths;
   // Every host section with defaults filled in, for the resolved config.
   YAML::Node resolved;

@@ -30,6 +30,7 @@ struct HostOption {
   sdk::OptionSpec spec;
   ValueRange range{};
   const char* choices = nullptr;  // "adamw|sgd": the only values accepted; nullptr: any
+  const char* unit = "";          // what a number counts ("steps", "s", "FLOP/s"), for the reference
 };
 std::vector<sdk::OptionSpec> specs_of(const std::vector<HostOption>& options);
 

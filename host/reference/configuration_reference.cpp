@@ -36,9 +36,9 @@ std::string host_table(const std::string& path, const std::vector<config::HostOp
   std::vector<std::vector<std::string>> rows;
   for (const config::HostOption& o : options)
     rows.push_back({code(path + "." + o.spec.key), config::type_keyword(o.spec.type),
-                    default_text(o.spec.default_value, "required"), range_text(o),
+                    default_text(o.spec.default_value, "required"), o.unit, range_text(o),
                     o.choices ? choice_text(o.choices) : "", o.spec.help ? o.spec.help : ""});
-  return table({"key", "type", "default", "range", "choices", "help"}, rows);
+  return table({"key", "type", "default", "unit", "range", "choices", "help"}, rows);
 }
 
 std::string cell_sections() {

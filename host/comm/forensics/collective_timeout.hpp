@@ -65,6 +65,11 @@ class CollectiveTimeout {
   std::thread thread_;
 };
 
+// The limit when nothing is configured (a communicator made outside `gradsweep train`: `bench comm`, the
+// tests' ranks): runtime.comm_timeout's default, which config/cell_keys.cpp declares and
+// tests/host/config_defaults_test.cpp holds this equal to (comm/ cannot include config/).
+inline constexpr double kDefaultCommTimeoutSeconds = 600.0;
+
 // The limit from GRADSWEEP_COMM_TIMEOUT (seconds; 0 turns the watchdog off), else the configured one
 // (runtime.comm_timeout, set before backends are made), else `fallback`. Throws std::invalid_argument on
 // an environment value that is not a number.

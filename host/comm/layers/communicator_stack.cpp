@@ -8,7 +8,6 @@
 namespace gradsweep::comm {
 namespace {
 // A rank that waits this long inside one call is taken to be hung (the MPI backend's default too).
-constexpr double kDefaultTimeoutSeconds = 600.0;
 }  // namespace
 
 std::unique_ptr<HostCommunicator> wrap_communicator(std::unique_ptr<HostCommunicator> backend,
@@ -18,7 +17,7 @@ std::unique_ptr<HostCommunicator> wrap_communicator(std::unique_ptr<HostCommunic
   if (!options.built_in.recorder) stack = std::make_unique<RecorderCommunicator>(std::move(stack));
   if (!options.built_in.watchdog) {
     const double limit =
-        options.timeout_seconds >= 0 ? options.timeout_seconds : comm_timeout_seconds(kDefaultTimeoutSeconds);
+        options.timeout_seconds >= 0 ? options.timeout_seconds : comm_timeout_seconds(kDefaultCommTimeoutSeconds);
     stack =
         std::make_unique<WatchdogCommunicator>(std::move(stack), limit, options.on_hang, options.dump_grace_seconds);
   }

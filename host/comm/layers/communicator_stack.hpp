@@ -29,7 +29,8 @@ struct BuiltInLayers {
 
 struct StackOptions {
   BuiltInLayers built_in;
-  // The collective deadline; < 0: comm_timeout_seconds(600) (GRADSWEEP_COMM_TIMEOUT, runtime.comm_timeout).
+  // The collective deadline; < 0: comm_timeout_seconds(kDefaultCommTimeoutSeconds) (GRADSWEEP_COMM_TIMEOUT,
+  // runtime.comm_timeout).
   double timeout_seconds = -1;
   HangHandler on_hang = end_process_on_hang;
   // How long a rank whose call is overdue waits for the other ranks' flight-recorder dumps.

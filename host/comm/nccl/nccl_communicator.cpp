@@ -40,7 +40,6 @@ using nccl::DeviceBuffer;
 using nccl::nccl_op;
 
 // A rank that waits this long inside one call is taken to be hung (GRADSWEEP_COMM_TIMEOUT overrides).
-constexpr double kDefaultTimeoutSeconds = 600.0;
 // Exit code of a job the watchdog ends, as for the MPI backend.
 constexpr int kTimeoutExitCode = 3;
 // How long a rank whose watchdog fired, or whose collective failed, waits for the other ranks' dumps.
@@ -71,7 +70,7 @@ cudaStream_t nccl_caller_stream(int device) {
 
 NcclCommunicator::NcclCommunicator(Bare)
     : forensics_(
-          comm_timeout_seconds(kDefaultTimeoutSeconds), kDumpGraceSeconds,
+          comm_timeout_seconds(kDefaultCommTimeoutSeconds), kDumpGraceSeconds,
           [](const std::string& what, double waited, double limit) {
             mpi::end_hung_job(what, waited, limit, kTimeoutExitCode);
           },
