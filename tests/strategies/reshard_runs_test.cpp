@@ -1,4 +1,4 @@
-// Resuming at another world size (Strategy::load_reshard) in real MPI jobs, beyond what the conformance
+// Resuming at another world size (Strategy::on_load_resharded) in real MPI jobs, beyond what the conformance
 // kit's `reshard` checks for every strategy. Each cell trains on 3 ranks for 8 steps; a second 3-rank run
 // of it stops after the checkpoint at step 4, and copies of that directory resume on 2 and on 4 ranks.
 //

@@ -1,8 +1,8 @@
 #pragma once
 // What the model plugins share to trade weights with Hugging Face transformers: export (SDK 1.5,
-// Model::export_to("hf")) and import (SDK 1.6, Model::import_from("hf"), `model.init_from`). config.json is
-// written as text (plugins see only the SDK and LibTorch, no JSON library); each model lists its tensors'
-// places once (HfTensor) and both directions follow that list. Header-only: compiled into each plugin.
+// Model::on_export_weights("hf")) and import (SDK 1.6, Model::on_import_weights("hf"), `model.init_from`). config.json
+// is written as text (plugins see only the SDK and LibTorch, no JSON library); each model lists its tensors' places
+// once (HfTensor) and both directions follow that list. Header-only: compiled into each plugin.
 #include <gradsweep/sdk/model.hpp>
 #include <gradsweep/sdk/status.hpp>
 

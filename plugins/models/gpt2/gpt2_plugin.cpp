@@ -27,7 +27,7 @@ class Gpt2Model final : public sdk::Model {
   }
 
  protected:
-  sdk::ModelInfo describe() override {
+  sdk::ModelInfo on_info() override {
     sdk::ModelInfo info;
     info.architecture = "gpt2";
     info.vocab_size = config_.vocab_size;
@@ -41,47 +41,47 @@ class Gpt2Model final : public sdk::Model {
   // row-sparse parameter: a step touches the rows of the tokens it reads and of the outputs it scores.
   // Its padding rows (Gpt2Config::vocab_multiple) are parameters too: they are what the GEMM, the
   // optimizer and the gradient exchange handle, so they count in num_parameters, as in llm.c.
-  std::vector<sdk::Parameter> named_parameters() override {
+  std::vector<sdk::Parameter> on_parameters() override {
     std::vector<sdk::Parameter> out;
     for (const auto& item : net_->named_parameters())
       out.push_back({item.key(), item.value(), item.key() == "wte.weight"});
     return out;
   }
 
-  torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
+  torch::Tensor on_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
     const torch::Tensor hidden = hidden_states(batch);
     return models::lm_head_loss(hidden, net_->wte->weight, /*bias=*/{}, batch, subset, config_.vocab_size);
   }
 
   // SDK 1.6: the head's outputs before the softmax (the export test compares them with transformers').
-  torch::Tensor compute_logits(const sdk::Batch& batch) override {
+  torch::Tensor on_logits(const sdk::Batch& batch) override {
     const torch::Tensor hidden = hidden_states(batch);
     return models::lm_head_logits(hidden, net_->wte->weight, /*bias=*/{}, config_.vocab_size);
   }
 
   // SDK 1.4: each block is a unit, "h.<i>"; the embeddings (wte is also the tied head) and ln_f are the root.
-  std::vector<sdk::ModelUnit> declare_units() override {
+  std::vector<sdk::ModelUnit> on_units() override {
     return block_units(net_->named_parameters(), "h.", config_.n_layer);
   }
 
   // llm.c's estimate: 6 FLOPs per parameter per token (2 forward, 4 backward) for the matrix products,
   // plus attention's scores and weighted sum, 2*C*T forward per layer each way, times 3 for backward.
-  double training_flops_per_token(std::int64_t seq_len) override {
+  double on_flops_per_token(std::int64_t seq_len) override {
     return 6.0 * static_cast<double>(num_parameters_) +
            6.0 * static_cast<double>(config_.n_layer * config_.n_embd) * static_cast<double>(seq_len);
   }
 
-  void train_mode(bool training) override { net_->train(training); }
+  void on_set_training(bool training) override { net_->train(training); }
 
   // SDK 1.5: transformers' GPT2LMHeadModel (hf_layout says where each tensor goes).
-  sdk::ExportedWeights export_to(const std::string& format) override {
+  sdk::ExportedWeights on_export_weights(const std::string& format) override {
     require_hf(format, "gpt2");
     return export_hf(hf_config(), hf_layout());
   }
 
   // SDK 1.6: a GPT2LMHeadModel's weights, as save_pretrained writes them or as OpenAI's GPT-2 was published
   // (no "transformer." prefix, with the attention's mask buffers); a tied head's copy is not read.
-  void import_from(const std::string& format, const sdk::ExportedWeights& weights) override {
+  void on_import_weights(const std::string& format, const sdk::ExportedWeights& weights) override {
     require_hf(format, "gpt2");
     import_hf("gpt2", hf_layout(), weights, {"transformer.", {".attn.bias", ".attn.masked_bias", "lm_head.weight"}});
   }

@@ -31,7 +31,7 @@ class LlamaModel final : public sdk::Model {
   }
 
  protected:
-  sdk::ModelInfo describe() override {
+  sdk::ModelInfo on_info() override {
     sdk::ModelInfo info;
     info.architecture = "llama";
     info.vocab_size = config_.vocab_size;
@@ -43,50 +43,50 @@ class LlamaModel final : public sdk::Model {
 
   // The module's registration order, under its dotted names ("layers.3.self_attn.q_proj.weight"). The
   // token matrices are row-sparse: a step touches the rows of the tokens it reads and the outputs it scores.
-  std::vector<sdk::Parameter> named_parameters() override {
+  std::vector<sdk::Parameter> on_parameters() override {
     std::vector<sdk::Parameter> out;
     for (const auto& item : net_->named_parameters())
       out.push_back({item.key(), item.value(), item.key() == "embed_tokens.weight" || item.key() == "lm_head.weight"});
     return out;
   }
 
-  torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
+  torch::Tensor on_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
     const torch::Tensor hidden = hidden_states(batch);
     return models::lm_head_loss(hidden, net_->head_weight(), /*bias=*/{}, batch, subset, config_.vocab_size);
   }
 
   // SDK 1.6: the head's outputs before the softmax (the export test compares them with transformers').
-  torch::Tensor compute_logits(const sdk::Batch& batch) override {
+  torch::Tensor on_logits(const sdk::Batch& batch) override {
     const torch::Tensor hidden = hidden_states(batch);
     return models::lm_head_logits(hidden, net_->head_weight(), /*bias=*/{}, config_.vocab_size);
   }
 
   // SDK 1.4: each block is a unit, "layers.<i>"; the embedding, the final norm and the head are the root.
-  std::vector<sdk::ModelUnit> declare_units() override {
+  std::vector<sdk::ModelUnit> on_units() override {
     return block_units(net_->named_parameters(), "layers.", config_.n_layer);
   }
 
   // 6 FLOPs per parameter per token for the matrix products (2 forward, 4 backward), plus attention's
   // scores and weighted sum, 6*C*T per layer (a query head's products are the same with fewer key/value
   // heads). An untied input embedding is a lookup, not a product: it is left out.
-  double training_flops_per_token(std::int64_t seq_len) override {
+  double on_flops_per_token(std::int64_t seq_len) override {
     const double lookup = config_.tie_embeddings ? 0.0 : static_cast<double>(config_.padded_vocab() * config_.n_embd);
     return 6.0 * (static_cast<double>(num_parameters_) - lookup) +
            6.0 * static_cast<double>(config_.n_layer * config_.n_embd) * static_cast<double>(seq_len);
   }
 
-  void train_mode(bool training) override { net_->train(training); }
+  void on_set_training(bool training) override { net_->train(training); }
 
   // SDK 1.5: transformers' LlamaForCausalLM: the same names under "model." (the head outside it), the
   // token matrices without their padding rows.
-  sdk::ExportedWeights export_to(const std::string& format) override {
+  sdk::ExportedWeights on_export_weights(const std::string& format) override {
     require_hf(format, "llama");
     return export_hf(hf_config(), hf_layout());
   }
 
   // SDK 1.6: a LlamaForCausalLM's weights (as save_pretrained writes them; older files' rotary inv_freq
   // buffers are skipped, and a tied head's copy when the head is tied).
-  void import_from(const std::string& format, const sdk::ExportedWeights& weights) override {
+  void on_import_weights(const std::string& format, const sdk::ExportedWeights& weights) override {
     require_hf(format, "llama");
     HfFileForm form{"", {".rotary_emb.inv_freq"}};
     if (config_.tie_embeddings) form.ignored.push_back("lm_head.weight");

@@ -27,7 +27,7 @@ class LstmLmModel final : public sdk::Model {
   }
 
  protected:
-  sdk::ModelInfo describe() override {
+  sdk::ModelInfo on_info() override {
     sdk::ModelInfo info;
     info.architecture = "lstm_lm";
     info.vocab_size = config_.vocab_size;
@@ -40,7 +40,7 @@ class LstmLmModel final : public sdk::Model {
   // Registration order, dotted names. Both token-indexed matrices are row-sparse. output.bias is indexed
   // by token too (under a sampled softmax only the sampled entries get a gradient), but it is V floats:
   // strategies gain nothing from treating it sparsely, so it is reported dense.
-  std::vector<sdk::Parameter> named_parameters() override {
+  std::vector<sdk::Parameter> on_parameters() override {
     std::vector<sdk::Parameter> out;
     for (const auto& item : net_->named_parameters()) {
       const bool token_rows = item.key() == "embedding.weight" || item.key() == "output.weight";
@@ -49,20 +49,20 @@ class LstmLmModel final : public sdk::Model {
     return out;
   }
 
-  torch::Tensor compute_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
+  torch::Tensor on_loss(const sdk::Batch& batch, const sdk::OutputSubset* subset) override {
     const torch::Tensor hidden = hidden_states(batch);
     return models::lm_head_loss(hidden, net_->output_weight(), net_->output->bias, batch, subset);
   }
 
   // SDK 1.6: the head's outputs before the softmax.
-  torch::Tensor compute_logits(const sdk::Batch& batch) override {
+  torch::Tensor on_logits(const sdk::Batch& batch) override {
     const torch::Tensor hidden = hidden_states(batch);
     return models::lm_head_logits(hidden, net_->output_weight(), net_->output->bias);
   }
 
   // SDK 1.4: each LSTM layer is a unit, "lstm.<l>" (its weight_ih, weight_hh, bias_ih, bias_hh); the
   // embedding and the output layer are the root. With the hooks set the layers run one at a time.
-  std::vector<sdk::ModelUnit> declare_units() override {
+  std::vector<sdk::ModelUnit> on_units() override {
     std::vector<sdk::ModelUnit> units(static_cast<std::size_t>(config_.n_layer));
     for (std::size_t u = 0; u < units.size(); ++u) units[u].name = "lstm." + std::to_string(u);
     std::size_t index = 0;
@@ -79,12 +79,12 @@ class LstmLmModel final : public sdk::Model {
   // 6 FLOPs per parameter per token that takes part in a matrix product (2 forward, 4 backward): the
   // LSTM's weights and the (V,H) output matrix with its bias, counted once even when it is the tied
   // embedding. The embedding lookup is a gather and costs nothing. Independent of seq_len.
-  double training_flops_per_token(std::int64_t /*seq_len*/) override {
+  double on_flops_per_token(std::int64_t /*seq_len*/) override {
     const std::int64_t output_matrix = config_.vocab_size * config_.hidden_dim;
     return 6.0 * static_cast<double>(recurrent_parameters_ + output_matrix + config_.vocab_size);
   }
 
-  void train_mode(bool training) override { net_->train(training); }
+  void on_set_training(bool training) override { net_->train(training); }
 
  private:
   // The last layer's output (B,T,H), keyed dropout and unit hooks included.

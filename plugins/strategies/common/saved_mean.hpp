@@ -1,5 +1,5 @@
 #pragma once
-// Resharding (Strategy::load_reshard) of per-rank state that a strategy keeps as error feedback or local
+// Resharding (Strategy::on_load_resharded) of per-rank state that a strategy keeps as error feedback or local
 // progress (powersgd's residual, topk's velocity and accumulation, diloco's local parameters): what the
 // next averaged step uses is (1/N) * sum over the N ranks, so each of the new ranks takes the old ranks'
 // mean, which keeps that average as it was whatever the new number of ranks.
@@ -16,7 +16,7 @@
 
 namespace gradsweep::strategies {
 
-// Every old rank's archive, in rank order (the host holds them until load_reshard returns).
+// Every old rank's archive, in rank order (the host holds them until on_load_resharded returns).
 inline std::vector<torch::serialize::InputArchive*> saved_archives(sdk::SavedStates& saved) {
   std::vector<torch::serialize::InputArchive*> archives;
   for (int r = 0; r < saved.world_size(); ++r) archives.push_back(&sdk::saved_state(saved, r));

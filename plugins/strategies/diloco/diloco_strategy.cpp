@@ -125,7 +125,7 @@ void DilocoStrategy::outer_step() {
   local_.copy_(global_);
 }
 
-void DilocoStrategy::save(torch::serialize::OutputArchive& archive) {
+void DilocoStrategy::on_save_state(torch::serialize::OutputArchive& archive) {
   inner_.save(archive);
   outer_.save(archive);
   archive.write("diloco_global", global_);
@@ -133,7 +133,7 @@ void DilocoStrategy::save(torch::serialize::OutputArchive& archive) {
   archive.write("diloco_round_step", torch::tensor({round_step_}, torch::kLong));
 }
 
-void DilocoStrategy::load(torch::serialize::InputArchive& archive) {
+void DilocoStrategy::on_load_state(torch::serialize::InputArchive& archive) {
   inner_.load(archive);
   outer_.load(archive);
   torch::Tensor global, local, round_step;
@@ -151,7 +151,7 @@ void DilocoStrategy::load(torch::serialize::InputArchive& archive) {
 // would have used; the inner state is averaged element-wise alike (AdamW's second moment as a mean too).
 // Between steps the model holds the global parameters (the host restored old rank 0's, which are those);
 // they are set again from global_ so that the invariant does not rest on that.
-void DilocoStrategy::load_reshard(sdk::SavedStates& saved) {
+void DilocoStrategy::on_load_resharded(sdk::SavedStates& saved) {
   torch::NoGradGuard no_grad;
   const std::vector<torch::serialize::InputArchive*> archives = saved_archives(saved);
   torch::serialize::InputArchive& first = *archives.front();

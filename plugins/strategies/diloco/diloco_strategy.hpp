@@ -37,7 +37,7 @@ inline constexpr std::array<sdk::OptionDecl, 5> kDilocoOptions{{
 class DilocoStrategy final : public sdk::Strategy {
  public:
   // Between steps every rank holds the round's global parameters; the `algorithm` option's needs are checked per cell.
-  // Resumes at any world size (load_reshard).
+  // Resumes at any world size (on_load_resharded).
   static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.agreeing().resharding();
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
     check_algorithm_plan(facts, answer, "diloco");
@@ -49,9 +49,9 @@ class DilocoStrategy final : public sdk::Strategy {
   void on_setup(const sdk::StrategySetup& setup) override;
   void on_begin_step(const sdk::StepContext& step) override;
   sdk::StepResult on_update(const sdk::StepContext& step) override;
-  void save(torch::serialize::OutputArchive& archive) override;
-  void load(torch::serialize::InputArchive& archive) override;
-  void load_reshard(sdk::SavedStates& saved) override;
+  void on_save_state(torch::serialize::OutputArchive& archive) override;
+  void on_load_state(torch::serialize::InputArchive& archive) override;
+  void on_load_resharded(sdk::SavedStates& saved) override;
 
  private:
   void outer_step();

@@ -90,12 +90,12 @@ sdk::StepResult DpsStrategy::on_update(const sdk::StepContext& step) {
   return {true, norm};
 }
 
-void DpsStrategy::save(torch::serialize::OutputArchive& archive) {
+void DpsStrategy::on_save_state(torch::serialize::OutputArchive& archive) {
   optimizer_.save(archive);
   if (amp_.enabled()) amp_.save(archive);
 }
 
-void DpsStrategy::load(torch::serialize::InputArchive& archive) {
+void DpsStrategy::on_load_state(torch::serialize::InputArchive& archive) {
   optimizer_.load(archive);
   if (amp_.enabled()) amp_.load(archive);
 }
@@ -103,7 +103,7 @@ void DpsStrategy::load(torch::serialize::InputArchive& archive) {
 // The optimizer updates views of the parameters, which the host has already restored in place, and the
 // flat buffers are refilled each step: only the moments (cut from all old shards) and the loss scale (the
 // same on every old rank) are carried over.
-void DpsStrategy::load_reshard(sdk::SavedStates& saved) {
+void DpsStrategy::on_load_resharded(sdk::SavedStates& saved) {
   std::vector<int> ranks(static_cast<std::size_t>(saved.world_size()));
   std::iota(ranks.begin(), ranks.end(), 0);
   sdk::ModelOptimizerState(saved, ranks, spec_, params_).restore(optimizer_);

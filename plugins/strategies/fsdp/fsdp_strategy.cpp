@@ -105,14 +105,14 @@ void FsdpStrategy::on_hold_parameters(bool hold) {
   if (!hold) peak_bytes_ = resident_bytes_;  // the checkpoint's whole model is no step's
 }
 
-void FsdpStrategy::save(torch::serialize::OutputArchive& archive) { optimizer_.save(archive); }
+void FsdpStrategy::on_save_state(torch::serialize::OutputArchive& archive) { optimizer_.save(archive); }
 
-void FsdpStrategy::load(torch::serialize::InputArchive& archive) { optimizer_.load(archive); }
+void FsdpStrategy::on_load_state(torch::serialize::InputArchive& archive) { optimizer_.load(archive); }
 
 // The host restored the whole parameters under hold_parameters, whose release made them this rank's new
 // shards (adopt_gathered), which the optimizer's tensors view: only the moments, cut from all old shards,
 // are left to carry over. Gradient shards are zeroed every step.
-void FsdpStrategy::load_reshard(sdk::SavedStates& saved) {
+void FsdpStrategy::on_load_resharded(sdk::SavedStates& saved) {
   std::vector<int> ranks(static_cast<std::size_t>(saved.world_size()));
   std::iota(ranks.begin(), ranks.end(), 0);
   sdk::ModelOptimizerState(saved, ranks, spec_, params_).restore(optimizer_);

@@ -205,12 +205,12 @@ void HsdpStrategy::on_hold_parameters(bool hold) {
 
 // The shards' layout depends on the node size: recorded, so that a resume on other nodes is refused by
 // name (same world size) or resharded from one old node's ranks (another world size).
-void HsdpStrategy::save(torch::serialize::OutputArchive& archive) {
+void HsdpStrategy::on_save_state(torch::serialize::OutputArchive& archive) {
   optimizer_.save(archive);
   archive.write("hsdp_node_size", torch::tensor({static_cast<std::int64_t>(node_->size())}));
 }
 
-void HsdpStrategy::load(torch::serialize::InputArchive& archive) {
+void HsdpStrategy::on_load_state(torch::serialize::InputArchive& archive) {
   torch::Tensor saved;
   if (archive.try_read("hsdp_node_size", saved) && saved.item<std::int64_t>() != node_->size())
     throw sdk::Error("hsdp: the checkpoint's optimizer state is sharded over nodes of " +
@@ -222,7 +222,7 @@ void HsdpStrategy::load(torch::serialize::InputArchive& archive) {
 // The host restored the whole parameters under hold_parameters, whose release made them this rank's new
 // shards: only the moments are left to carry over, from the ranks of the old job's first node, whose
 // shards hold the model once (the other nodes hold copies).
-void HsdpStrategy::load_reshard(sdk::SavedStates& saved) {
+void HsdpStrategy::on_load_resharded(sdk::SavedStates& saved) {
   torch::Tensor node_size;
   std::int64_t old_node = saved.world_size();
   if (sdk::saved_state(saved, 0).try_read("hsdp_node_size", node_size)) old_node = node_size.item<std::int64_t>();

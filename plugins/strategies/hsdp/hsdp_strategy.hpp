@@ -50,9 +50,9 @@ class HsdpStrategy final : public sdk::Strategy {
   void on_end_backward() override;
   sdk::StepResult on_update(const sdk::StepContext& step) override;
   void on_hold_parameters(bool hold) override;
-  void save(torch::serialize::OutputArchive& archive) override;
-  void load(torch::serialize::InputArchive& archive) override;
-  void load_reshard(sdk::SavedStates& saved) override;
+  void on_save_state(torch::serialize::OutputArchive& archive) override;
+  void on_load_state(torch::serialize::InputArchive& archive) override;
+  void on_load_resharded(sdk::SavedStates& saved) override;
 
  private:
   void make_groups();

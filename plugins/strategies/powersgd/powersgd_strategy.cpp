@@ -85,12 +85,12 @@ void PowerSgdStrategy::on_end_backward() {
 // Every rank holds the same gradient, so the clipping norm and the update agree without a message.
 sdk::StepResult PowerSgdStrategy::on_update(const sdk::StepContext& step) { return optimizer_.step(step); }
 
-void PowerSgdStrategy::save(torch::serialize::OutputArchive& archive) {
+void PowerSgdStrategy::on_save_state(torch::serialize::OutputArchive& archive) {
   optimizer_.save(archive);
   compressor_->save(archive);
 }
 
-void PowerSgdStrategy::load(torch::serialize::InputArchive& archive) {
+void PowerSgdStrategy::on_load_state(torch::serialize::InputArchive& archive) {
   optimizer_.load(archive);
   compressor_->load(archive);
 }
@@ -101,7 +101,7 @@ void PowerSgdStrategy::load(torch::serialize::InputArchive& archive) {
 // adds back (PowerSgdCompressor::load_resharded). The decompressed gradient approximates the mean over
 // ranks of gradient + residual, and a global batch's mean gradient does not depend on N: with the mean
 // residual the resumed run continues as the uninterrupted one, up to the order of the sums.
-void PowerSgdStrategy::load_reshard(sdk::SavedStates& saved) {
+void PowerSgdStrategy::on_load_resharded(sdk::SavedStates& saved) {
   sdk::ModelOptimizerState(saved, {0}, optimizer_.spec(), optimizer_.params()).restore(optimizer_.sliced());
   compressor_->load_resharded(saved_archives(saved));
   context().log.info("resharded from " + std::to_string(saved.world_size()) +

@@ -120,13 +120,13 @@ sdk::StepResult PsStrategy::receive_parameters() {
   return {answer.applied, answer.grad_norm};
 }
 
-void PsStrategy::save(torch::serialize::OutputArchive& archive) {
+void PsStrategy::on_save_state(torch::serialize::OutputArchive& archive) {
   if (server()) optimizer_.save(archive);
   archive.write("ps_version", torch::tensor({protocol_.version()}, torch::kLong));
   if (amp_.enabled()) amp_.save(archive);
 }
 
-void PsStrategy::load(torch::serialize::InputArchive& archive) {
+void PsStrategy::on_load_state(torch::serialize::InputArchive& archive) {
   if (server()) optimizer_.load(archive);
   torch::Tensor version;
   archive.read("ps_version", version);
@@ -141,7 +141,7 @@ void PsStrategy::load(torch::serialize::InputArchive& archive) {
 // the workers start from the parameters of that version: in mode async too, where old workers held older
 // ones. server_computes changes only whether rank 0 computes and so how the batch is split (check_plan's
 // computing_ranks), nothing saved.
-void PsStrategy::load_reshard(sdk::SavedStates& saved) {
+void PsStrategy::on_load_resharded(sdk::SavedStates& saved) {
   torch::serialize::InputArchive& server_state = sdk::saved_state(saved, ParameterServerProtocol::kServer);
   if (server())
     sdk::ModelOptimizerState(saved, {ParameterServerProtocol::kServer}, optimizer_.spec(), optimizer_.params())

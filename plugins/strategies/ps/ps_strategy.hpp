@@ -35,7 +35,7 @@ inline constexpr std::array<sdk::OptionDecl, 2> kPsOptions{{
 
 class PsStrategy : public sdk::Strategy {
  public:
-  // In mode sync, float32; check_plan narrows it for mode async. Resumes at any world size (load_reshard).
+  // In mode sync, float32; check_plan narrows it for mode async. Resumes at any world size (on_load_resharded).
   static constexpr auto kCapabilities =
       sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kPointToPoint).resharding();
   // Refuses a server without workers and async on a backend without recv_any; a server that only
@@ -45,15 +45,15 @@ class PsStrategy : public sdk::Strategy {
   PsStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name);
 
  protected:
-  sdk::PrecisionPolicy precision_policy() override { return {amp_.compute_dtype()}; }
-  double current_loss_scale() override { return amp_.loss_scale(); }
+  sdk::PrecisionPolicy on_precision() override { return {amp_.compute_dtype()}; }
+  double on_loss_scale() override { return amp_.loss_scale(); }
   void on_setup(const sdk::StrategySetup& setup) override;
   void on_begin_step(const sdk::StepContext& step) override;
   void on_end_backward() override;
   sdk::StepResult on_update(const sdk::StepContext& step) override;
-  void save(torch::serialize::OutputArchive& archive) override;
-  void load(torch::serialize::InputArchive& archive) override;
-  void load_reshard(sdk::SavedStates& saved) override;
+  void on_save_state(torch::serialize::OutputArchive& archive) override;
+  void on_load_state(torch::serialize::InputArchive& archive) override;
+  void on_load_resharded(sdk::SavedStates& saved) override;
 
  private:
   bool server() const { return protocol_.server(); }

@@ -74,19 +74,19 @@ sdk::StepResult RingStrategy::on_update(const sdk::StepContext& step) {
   return result;
 }
 
-void RingStrategy::save(torch::serialize::OutputArchive& archive) {
+void RingStrategy::on_save_state(torch::serialize::OutputArchive& archive) {
   optimizer_.save(archive);
   if (amp_.enabled()) amp_.save(archive);
 }
 
-void RingStrategy::load(torch::serialize::InputArchive& archive) {
+void RingStrategy::on_load_state(torch::serialize::InputArchive& archive) {
   optimizer_.load(archive);
   if (amp_.enabled()) amp_.load(archive);
 }
 
 // Every rank applied the same averaged gradient with the same optimizer, so every old rank saved the same
 // state and none of it depends on the world size: the optimizer and the loss scale come from old rank 0.
-void RingStrategy::load_reshard(sdk::SavedStates& saved) {
+void RingStrategy::on_load_resharded(sdk::SavedStates& saved) {
   sdk::ModelOptimizerState(saved, {0}, optimizer_.spec(), optimizer_.params()).restore(optimizer_.sliced());
   if (amp_.enabled()) amp_.load(sdk::saved_state(saved, 0));
 }

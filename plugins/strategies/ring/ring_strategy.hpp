@@ -37,7 +37,7 @@ inline constexpr std::array<sdk::OptionDecl, 4> kRingOptions{{
 class RingStrategy : public sdk::Strategy {
  public:
   // In float32; the -amp variant is not exact (strategy_variants.hpp). Its state is the same on every rank, so
-  // it resumes at any world size (load_reshard).
+  // it resumes at any world size (on_load_resharded).
   static constexpr auto kCapabilities =
       sdk::StrategyCapabilities{}.exact().agreeing().needs(sdk::kAsyncCollectives).resharding();
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer, const char* name) {
@@ -47,16 +47,16 @@ class RingStrategy : public sdk::Strategy {
   RingStrategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name);
 
  protected:
-  sdk::PrecisionPolicy precision_policy() override { return {amp_.compute_dtype()}; }
-  double current_loss_scale() override { return amp_.loss_scale(); }
+  sdk::PrecisionPolicy on_precision() override { return {amp_.compute_dtype()}; }
+  double on_loss_scale() override { return amp_.loss_scale(); }
   void on_setup(const sdk::StrategySetup& setup) override;
   void on_begin_step(const sdk::StepContext& step) override;
   void on_gradient_ready(std::size_t index) override;
   void on_end_backward() override;
   sdk::StepResult on_update(const sdk::StepContext& step) override;
-  void save(torch::serialize::OutputArchive& archive) override;
-  void load(torch::serialize::InputArchive& archive) override;
-  void load_reshard(sdk::SavedStates& saved) override;
+  void on_save_state(torch::serialize::OutputArchive& archive) override;
+  void on_load_state(torch::serialize::InputArchive& archive) override;
+  void on_load_resharded(sdk::SavedStates& saved) override;
 
  private:
   void launch(Bucket& bucket);

@@ -94,7 +94,7 @@ void SampledStrategy::on_setup(const sdk::StrategySetup& setup) {
                        (row_local_optimizer_ && sparse_ ? "by rows (row-local SGD)" : "dense"));
 }
 
-sdk::OutputVocabulary SampledStrategy::step_vocabulary(const sdk::StepBatch& batch) {
+sdk::OutputVocabulary SampledStrategy::on_output_vocabulary(const sdk::StepBatch& batch) {
   sdk::OutputVocabulary vocabulary = sampler_.sample(batch.step, batch.targets);
   // Rows with a gradient this step, on any rank: the inputs' embedding rows and the scored output rows.
   rows_ = std::get<0>(torch::_unique(torch::cat({batch.inputs.flatten().cpu(), vocabulary.rows}), /*sorted=*/true))
@@ -136,12 +136,12 @@ sdk::StepResult SampledStrategy::on_update(const sdk::StepContext& step) {
   return optimizer_.step(step);
 }
 
-void SampledStrategy::save(torch::serialize::OutputArchive& archive) {
+void SampledStrategy::on_save_state(torch::serialize::OutputArchive& archive) {
   if (!ps_ || server()) optimizer_.save(archive);
   archive.write("sampled_version", torch::tensor({protocol_.version()}, torch::kLong));
 }
 
-void SampledStrategy::load(torch::serialize::InputArchive& archive) {
+void SampledStrategy::on_load_state(torch::serialize::InputArchive& archive) {
   if (!ps_ || server()) optimizer_.load(archive);
   torch::Tensor version;
   archive.read("sampled_version", version);
@@ -154,7 +154,7 @@ void SampledStrategy::load(torch::serialize::InputArchive& archive) {
 // its optimizer, and the workers start from its parameters (the host restored old rank 0's everywhere), at
 // its version, with a dense first answer as after any restart. The per-step vocabulary draw depends on the
 // step and the global batch only, not on the number of ranks.
-void SampledStrategy::load_reshard(sdk::SavedStates& saved) {
+void SampledStrategy::on_load_resharded(sdk::SavedStates& saved) {
   torch::serialize::InputArchive& first = sdk::saved_state(saved, 0);
   if (!ps_ || server())
     sdk::ModelOptimizerState(saved, {0}, optimizer_.spec(), optimizer_.params()).restore(optimizer_.sliced());

@@ -54,7 +54,7 @@ inline constexpr std::array<sdk::OptionDecl, 8> kSampledOptions{{
 class SampledStrategy final : public sdk::Strategy {
  public:
   // The sampled softmax is not the full one, so never `single`'s run; every rank computes. Resumes at any
-  // world size (load_reshard).
+  // world size (on_load_resharded).
   static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.vocabulary().agreeing().resharding();
   // Refuses a model without output subsets, more negatives than words, and what the transport needs.
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer);
@@ -63,13 +63,13 @@ class SampledStrategy final : public sdk::Strategy {
 
  protected:
   void on_setup(const sdk::StrategySetup& setup) override;
-  sdk::OutputVocabulary step_vocabulary(const sdk::StepBatch& batch) override;
+  sdk::OutputVocabulary on_output_vocabulary(const sdk::StepBatch& batch) override;
   void on_begin_step(const sdk::StepContext& step) override;
   void on_end_backward() override;
   sdk::StepResult on_update(const sdk::StepContext& step) override;
-  void save(torch::serialize::OutputArchive& archive) override;
-  void load(torch::serialize::InputArchive& archive) override;
-  void load_reshard(sdk::SavedStates& saved) override;
+  void on_save_state(torch::serialize::OutputArchive& archive) override;
+  void on_load_state(torch::serialize::InputArchive& archive) override;
+  void on_load_resharded(sdk::SavedStates& saved) override;
 
  private:
   // The rows a buffer of this step carries: the touched ones, or all of them (exchange: dense).

@@ -26,12 +26,12 @@ class SingleStrategy final : public Strategy {
   }
 
  protected:
-  PrecisionPolicy precision_policy() override { return {compute_dtype_}; }
+  PrecisionPolicy on_precision() override { return {compute_dtype_}; }
   void on_setup(const StrategySetup& setup) override { optimizer_.setup(setup); }
   void on_begin_step(const StepContext&) override { optimizer_.zero_grad(); }
   StepResult on_update(const StepContext& step) override { return optimizer_.step(step); }
-  void save(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
+  void on_save_state(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
+  void on_load_state(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
 
  private:
   // bf16 keeps fp32's exponent range, so autocast alone is safe; fp16 would need loss scaling, which the

@@ -92,12 +92,12 @@ void TopkStrategy::on_end_backward() {
 // grad_norm is the norm of the update applied (the mean of the sparse parts), the same on every rank.
 sdk::StepResult TopkStrategy::on_update(const sdk::StepContext& step) { return optimizer_.step(step); }
 
-void TopkStrategy::save(torch::serialize::OutputArchive& archive) {
+void TopkStrategy::on_save_state(torch::serialize::OutputArchive& archive) {
   optimizer_.save(archive);
   compressor_->save(archive);
 }
 
-void TopkStrategy::load(torch::serialize::InputArchive& archive) {
+void TopkStrategy::on_load_state(torch::serialize::InputArchive& archive) {
   optimizer_.load(archive);
   compressor_->load(archive);
 }
@@ -105,7 +105,7 @@ void TopkStrategy::load(torch::serialize::InputArchive& archive) {
 // From a job of another world size: the optimizer is the same on every old rank (all applied the same
 // mean), so it comes from old rank 0; velocity and accumulation, each rank's own, become the old ranks'
 // means (DgcCompressor::load_resharded). Local clipping's threshold, grad_clip / sqrt(N), follows the new N.
-void TopkStrategy::load_reshard(sdk::SavedStates& saved) {
+void TopkStrategy::on_load_resharded(sdk::SavedStates& saved) {
   sdk::ModelOptimizerState(saved, {0}, optimizer_.spec(), optimizer_.params()).restore(optimizer_.sliced());
   compressor_->load_resharded(saved_archives(saved));
   context().log.info("resharded from " + std::to_string(saved.world_size()) +

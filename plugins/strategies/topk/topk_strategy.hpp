@@ -39,7 +39,7 @@ inline constexpr std::array<sdk::OptionDecl, 4> kTopkOptions{{
 class TopkStrategy final : public sdk::Strategy {
  public:
   // Every rank applies the same step; the `algorithm` option's needs are checked per cell. Resumes at any
-  // world size (load_reshard).
+  // world size (on_load_resharded).
   static constexpr auto kCapabilities = sdk::StrategyCapabilities{}.agreeing().resharding();
   static void check_plan(const sdk::PlanFacts& facts, sdk::PlanAnswer& answer) {
     check_algorithm_plan(facts, answer, "topk");
@@ -52,9 +52,9 @@ class TopkStrategy final : public sdk::Strategy {
   void on_begin_step(const sdk::StepContext& step) override;
   void on_end_backward() override;
   sdk::StepResult on_update(const sdk::StepContext& step) override;
-  void save(torch::serialize::OutputArchive& archive) override;
-  void load(torch::serialize::InputArchive& archive) override;
-  void load_reshard(sdk::SavedStates& saved) override;
+  void on_save_state(torch::serialize::OutputArchive& archive) override;
+  void on_load_state(torch::serialize::InputArchive& archive) override;
+  void on_load_resharded(sdk::SavedStates& saved) override;
 
  private:
   void clip_locally();

@@ -201,12 +201,12 @@ void Zero2Strategy::gather_parameters() {
   while (!pending.empty()) finish_oldest();
 }
 
-void Zero2Strategy::save(torch::serialize::OutputArchive& archive) {
+void Zero2Strategy::on_save_state(torch::serialize::OutputArchive& archive) {
   optimizer_.save(archive);
   if (amp_.enabled()) amp_.save(archive);
 }
 
-void Zero2Strategy::load(torch::serialize::InputArchive& archive) {
+void Zero2Strategy::on_load_state(torch::serialize::InputArchive& archive) {
   optimizer_.load(archive);
   if (amp_.enabled()) amp_.load(archive);
 }
@@ -214,7 +214,7 @@ void Zero2Strategy::load(torch::serialize::InputArchive& archive) {
 // The optimizer updates views of the parameters, which the host has already restored in place, and every
 // other buffer is refilled each step: only the moments (cut from all old shards) and the loss scale (the
 // same on every old rank) are carried over.
-void Zero2Strategy::load_reshard(sdk::SavedStates& saved) {
+void Zero2Strategy::on_load_resharded(sdk::SavedStates& saved) {
   std::vector<int> ranks(static_cast<std::size_t>(saved.world_size()));
   std::iota(ranks.begin(), ranks.end(), 0);
   sdk::ModelOptimizerState(saved, ranks, spec_, params_).restore(optimizer_);

@@ -41,16 +41,16 @@ class Zero2Strategy : public sdk::Strategy {
   Zero2Strategy(const sdk::PluginContext& context, MixedPrecision precision, const char* name);
 
  protected:
-  sdk::PrecisionPolicy precision_policy() override { return {amp_.compute_dtype()}; }
-  double current_loss_scale() override { return amp_.loss_scale(); }
+  sdk::PrecisionPolicy on_precision() override { return {amp_.compute_dtype()}; }
+  double on_loss_scale() override { return amp_.loss_scale(); }
   void on_setup(const sdk::StrategySetup& setup) override;
   void on_begin_step(const sdk::StepContext& step) override;
   void on_gradient_ready(std::size_t index) override;
   void on_end_backward() override;
   sdk::StepResult on_update(const sdk::StepContext& step) override;
-  void save(torch::serialize::OutputArchive& archive) override;
-  void load(torch::serialize::InputArchive& archive) override;
-  void load_reshard(sdk::SavedStates& saved) override;
+  void on_save_state(torch::serialize::OutputArchive& archive) override;
+  void on_load_state(torch::serialize::InputArchive& archive) override;
+  void on_load_resharded(sdk::SavedStates& saved) override;
 
  private:
   // Copies parameter i's gradient into its bucket and frees the gradient.

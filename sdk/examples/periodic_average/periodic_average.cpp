@@ -43,8 +43,8 @@ class PeriodicAverage final : public Strategy {
     return result;
   }
 
-  void save(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
+  void on_save_state(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
+  void on_load_state(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
 
  private:
   void average_parameters() {

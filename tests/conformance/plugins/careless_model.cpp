@@ -28,24 +28,24 @@ class CarelessModel final : public Model {
         output_((torch::randn({vocab_, 16}) * 0.02).requires_grad_()) {}
 
  protected:
-  ModelInfo describe() override {
+  ModelInfo on_info() override {
     ModelInfo info;
     info.architecture = "careless";
     info.vocab_size = vocab_;
     info.num_parameters = embedding_.numel() + output_.numel() + 1;  // the bug: one too many
     return info;
   }
-  std::vector<Parameter> named_parameters() override {
+  std::vector<Parameter> on_parameters() override {
     return {{"embedding", embedding_, true}, {"output", output_, true}};
   }
-  torch::Tensor compute_loss(const Batch& batch, const OutputSubset*) override {
+  torch::Tensor on_loss(const Batch& batch, const OutputSubset*) override {
     torch::Tensor x = embedding_.index_select(0, batch.inputs.flatten()).view({batch.inputs.size(0), -1, 16});
     x = torch::dropout(x, dropout_, training_);  // the bug: not sdk::SampleDropout(batch)
     const torch::Tensor logits = torch::matmul(x, output_.t());
     return torch::nn::functional::cross_entropy(logits.flatten(0, 1), batch.targets.flatten());
   }
-  double training_flops_per_token(std::int64_t) override { return 6.0 * static_cast<double>(output_.numel()); }
-  void train_mode(bool training) override { training_ = training; }
+  double on_flops_per_token(std::int64_t) override { return 6.0 * static_cast<double>(output_.numel()); }
+  void on_set_training(bool training) override { training_ = training; }
 
  private:
   std::int64_t vocab_;

@@ -1,6 +1,6 @@
 // A broken strategy for the conformance kit's tests (tests/conformance): data parallelism that averages
 // gradients correctly and checkpoints its optimizer, and declares that it reshards, but whose
-// load_reshard forgets the optimizer's state (SGD's momentum, AdamW's moments): a job resumed at another
+// on_load_resharded forgets the optimizer's state (SGD's momentum, AdamW's moments): a job resumed at another
 // world size restarts them from zero. `gradsweep check strategy` must say so on the `reshard` property.
 #include <gradsweep/sdk/plugin.hpp>
 
@@ -26,10 +26,10 @@ class CarelessReshardStrategy final : public Strategy {
     }
     return optimizer_.step(step);
   }
-  void save(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
+  void on_save_state(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
+  void on_load_state(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
   // The bug: nothing of the old ranks' optimizer state is taken over.
-  void load_reshard(SavedStates&) override {}
+  void on_load_resharded(SavedStates&) override {}
 
  private:
   LocalOptimizer optimizer_;

@@ -32,8 +32,8 @@ class ForgetfulStrategy final : public Strategy {
     return optimizer_.step(step);
   }
   // The bug: previous_ is neither saved nor loaded.
-  void save(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
+  void on_save_state(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
+  void on_load_state(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
 
  private:
   double decay_;

@@ -40,8 +40,8 @@ class StubbornStrategy final : public Strategy {
     wake_.wait(lock, [this] { return done_ == posted_; });  // forever, once a batch was dropped
     return optimizer_.step(step);
   }
-  void save(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
+  void on_save_state(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
+  void on_load_state(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
 
  private:
   void communicate() {

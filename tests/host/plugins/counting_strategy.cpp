@@ -46,12 +46,12 @@ class CountingStrategy final : public Strategy {
     had_token_counts_ = setup.token_counts.defined();
   }
   void on_begin_step(const StepContext&) override { optimizer_.zero_grad(); }
-  OutputVocabulary step_vocabulary(const StepBatch&) override {
+  OutputVocabulary on_output_vocabulary(const StepBatch&) override {
     ++vocabulary_calls_;
     return {};
   }
   // What a plugin before 1.9 answered; a 1.9 host never asks a 1.9 plugin.
-  RankRole rank_role() override {
+  RankRole on_role() override {
 #if COUNTING_BROKEN == 3
     return {false, false};
 #else
@@ -73,8 +73,8 @@ class CountingStrategy final : public Strategy {
     context().metrics.record("holds", static_cast<double>(holds_));
     return optimizer_.step(step);
   }
-  void save(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
+  void on_save_state(torch::serialize::OutputArchive& archive) override { optimizer_.save(archive); }
+  void on_load_state(torch::serialize::InputArchive& archive) override { optimizer_.load(archive); }
 
  private:
   std::int64_t vocabulary_calls_ = 0, unit_events_ = 0, holds_ = 0;

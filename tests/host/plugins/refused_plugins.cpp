@@ -14,8 +14,8 @@ class NeverCreated final : public Strategy {
   void on_setup(const StrategySetup&) override {}
   void on_begin_step(const StepContext&) override {}
   StepResult on_update(const StepContext&) override { return {}; }
-  void save(torch::serialize::OutputArchive&) override {}
-  void load(torch::serialize::InputArchive&) override {}
+  void on_save_state(torch::serialize::OutputArchive&) override {}
+  void on_load_state(torch::serialize::InputArchive&) override {}
 };
 
 constexpr std::array<OptionSpec, 0> kOptions{};

@@ -21,7 +21,7 @@ class BigramModel final : public gradsweep::sdk::Model {
         table_(torch::zeros({vocab_, vocab_}, torch::requires_grad())) {}
 
  protected:
-  gradsweep::sdk::ModelInfo describe() override {
+  gradsweep::sdk::ModelInfo on_info() override {
     gradsweep::sdk::ModelInfo info;
     info.architecture = "bigram";
     info.vocab_size = vocab_;
@@ -29,14 +29,14 @@ class BigramModel final : public gradsweep::sdk::Model {
     info.supports_output_subset = false;
     return info;
   }
-  std::vector<gradsweep::sdk::Parameter> named_parameters() override { return {{"table", table_, true}}; }
-  torch::Tensor compute_loss(const gradsweep::sdk::Batch& batch, const gradsweep::sdk::OutputSubset* subset) override {
+  std::vector<gradsweep::sdk::Parameter> on_parameters() override { return {{"table", table_, true}}; }
+  torch::Tensor on_loss(const gradsweep::sdk::Batch& batch, const gradsweep::sdk::OutputSubset* subset) override {
     if (subset != nullptr) throw gradsweep::sdk::Error("bigram: no output subset");
     const auto logits = table_.index_select(0, batch.inputs.flatten());
     return torch::nn::functional::cross_entropy(logits, batch.targets.flatten());
   }
-  double training_flops_per_token(std::int64_t) override { return 6.0 * static_cast<double>(vocab_); }
-  void train_mode(bool) override {}
+  double on_flops_per_token(std::int64_t) override { return 6.0 * static_cast<double>(vocab_); }
+  void on_set_training(bool) override {}
 
  private:
   std::int64_t vocab_;

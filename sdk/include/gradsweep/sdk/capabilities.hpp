@@ -65,13 +65,13 @@ struct StrategyCapabilities {
   std::uint32_t min_ranks = 1;
   std::uint32_t max_ranks = 0;         // 0 = any number; `single`: 1
   bool synchronous_exact = false;      // reproduces `single` at the same global batch in fp32
-  bool restricts_vocabulary = false;   // overrides Strategy::step_vocabulary; only then does the trainer
+  bool restricts_vocabulary = false;   // overrides Strategy::on_output_vocabulary; only then does the trainer
                                        // count the shard's tokens and ask it every step
   bool ranks_agree = false;            // parameters are identical on every rank after each step
   CommFeatures required_features = 0;  // needed whatever the options (option-dependent needs: check_plan)
   DeviceKinds devices = kAnyDevice;
   // ---- ABI 1.7 ----
-  bool reshards = false;  // resumes from a checkpoint of another world size (Strategy::load_reshard)
+  bool reshards = false;  // resumes from a checkpoint of another world size (Strategy::on_load_resharded)
   // ---- ABI 1.9 ----
   // Acts on model units: the host sends it unit events (UnitEvent), hold_parameters and the model's units
   // in StrategySetup, and lends the model its unit hooks. Replaces RankRole::unit_events, which the host

@@ -4,6 +4,12 @@
 // `ModelAbi` is the boundary the host calls (noexcept, Status results). Plugin authors derive from
 // `Model`, which implements the boundary by forwarding to ordinary (throwing) virtual functions and
 // converting exceptions into Status. Methods are only ever appended within an ABI major version.
+//
+// One naming rule, for models and strategies alike: the author's function behind the boundary's method M is
+// `on_M` (`info` -> `on_info`, `loss` -> `on_loss`, StrategyAbi's `save_state` -> `on_save_state`), so that each
+// method has one name on both sides. SDK 1.9's author names (describe, compute_loss, save, ...) were renamed so
+// without touching ModelAbi or StrategyAbi: a plugin built against an older SDK still loads; its source needs
+// the new names (docs/plugins.md#how-the-sdk-grows).
 #include <gradsweep/sdk/services.hpp>
 #include <gradsweep/sdk/status.hpp>
 
@@ -149,26 +155,26 @@ class Model : public ModelAbi {
   virtual ~Model() = default;
 
  protected:
-  virtual ModelInfo describe() = 0;
-  virtual std::vector<Parameter> named_parameters() = 0;
-  virtual std::vector<NamedTensor> named_buffers() { return {}; }
-  virtual torch::Tensor compute_loss(const Batch& batch, const OutputSubset* subset) = 0;
-  virtual double training_flops_per_token(std::int64_t seq_len) = 0;
-  virtual void train_mode(bool training) = 0;
-  virtual std::vector<ModelUnit> declare_units() { return {}; }
+  virtual ModelInfo on_info() = 0;
+  virtual std::vector<Parameter> on_parameters() = 0;
+  virtual std::vector<NamedTensor> on_buffers() { return {}; }
+  virtual torch::Tensor on_loss(const Batch& batch, const OutputSubset* subset) = 0;
+  virtual double on_flops_per_token(std::int64_t seq_len) = 0;
+  virtual void on_set_training(bool training) = 0;
+  virtual std::vector<ModelUnit> on_units() { return {}; }
   // SDK 1.5: the parameters in another framework's layout (ExportedWeights); by default none.
-  virtual ExportedWeights export_to(const std::string& format) {
-    throw Error("model '" + describe().architecture + "' has no export to '" + format + "'");
+  virtual ExportedWeights on_export_weights(const std::string& format) {
+    throw Error("model '" + on_info().architecture + "' has no export to '" + format + "'");
   }
   // SDK 1.6: ModelAbi::logits; by default none.
-  virtual torch::Tensor compute_logits(const Batch& batch) {
+  virtual torch::Tensor on_logits(const Batch& batch) {
     (void)batch;
-    throw Error("model '" + describe().architecture + "' has no logits");
+    throw Error("model '" + on_info().architecture + "' has no logits");
   }
-  // SDK 1.6: the inverse of export_to; by default none.
-  virtual void import_from(const std::string& format, const ExportedWeights& weights) {
+  // SDK 1.6: the inverse of on_export_weights; by default none.
+  virtual void on_import_weights(const std::string& format, const ExportedWeights& weights) {
     (void)weights;
-    throw Error("model '" + describe().architecture + "' has no import from '" + format + "'");
+    throw Error("model '" + on_info().architecture + "' has no import from '" + format + "'");
   }
 
   const PluginContext& context() const { return context_; }
@@ -177,37 +183,37 @@ class Model : public ModelAbi {
 
  private:
   Status info(ModelInfo* out) noexcept final {
-    return guard([&] { *out = describe(); });
+    return guard([&] { *out = on_info(); });
   }
   Status parameters(std::vector<Parameter>* out) noexcept final {
-    return guard([&] { *out = named_parameters(); });
+    return guard([&] { *out = on_parameters(); });
   }
   Status buffers(std::vector<NamedTensor>* out) noexcept final {
-    return guard([&] { *out = named_buffers(); });
+    return guard([&] { *out = on_buffers(); });
   }
   Status loss(const Batch& batch, const OutputSubset* subset, torch::Tensor* out) noexcept final {
-    return guard([&] { *out = compute_loss(batch, subset); });
+    return guard([&] { *out = on_loss(batch, subset); });
   }
   Status flops_per_token(std::int64_t seq_len, double* out) noexcept final {
-    return guard([&] { *out = training_flops_per_token(seq_len); });
+    return guard([&] { *out = on_flops_per_token(seq_len); });
   }
   Status set_training(bool training) noexcept final {
-    return guard([&] { train_mode(training); });
+    return guard([&] { on_set_training(training); });
   }
   Status units(std::vector<ModelUnit>* out) noexcept final {
-    return guard([&] { *out = declare_units(); });
+    return guard([&] { *out = on_units(); });
   }
   Status set_unit_hooks(UnitHooks* hooks) noexcept final {
     return guard([&] { unit_calls_.set(hooks); });
   }
   Status export_weights(const std::string& format, ExportedWeights* out) noexcept final {
-    return guard([&] { *out = export_to(format); });
+    return guard([&] { *out = on_export_weights(format); });
   }
   Status import_weights(const std::string& format, const ExportedWeights& in) noexcept final {
-    return guard([&] { import_from(format, in); });
+    return guard([&] { on_import_weights(format, in); });
   }
   Status logits(const Batch& batch, torch::Tensor* out) noexcept final {
-    return guard([&] { *out = compute_logits(batch); });
+    return guard([&] { *out = on_logits(batch); });
   }
 
   PluginContext context_;

@@ -1,5 +1,5 @@
 #pragma once
-// The optimizer state of a job of another world size, taken over (Strategy::load_reshard). Compiled
+// The optimizer state of a job of another world size, taken over (Strategy::on_load_resharded). Compiled
 // into each plugin (header-only).
 //
 // Each rank's SlicedOptimizer (optimizer.hpp) saved LibTorch's own optimizer state and where each of its

@@ -171,20 +171,20 @@ class Strategy : public StrategyAbi {
 
  protected:
   virtual void on_setup(const StrategySetup& setup) = 0;
-  virtual PrecisionPolicy precision_policy() { return {}; }
-  virtual double current_loss_scale() { return 1.0; }
+  virtual PrecisionPolicy on_precision() { return {}; }
+  virtual double on_loss_scale() { return 1.0; }
   virtual void on_begin_step(const StepContext& step) = 0;
   virtual void on_gradient_ready(std::size_t /*index*/) {}
   virtual void on_end_backward() {}
   virtual StepResult on_update(const StepContext& step) = 0;
-  virtual void save(torch::serialize::OutputArchive& archive) = 0;
-  virtual void load(torch::serialize::InputArchive& archive) = 0;
-  virtual RankRole rank_role() { return {}; }
-  virtual OutputVocabulary step_vocabulary(const StepBatch& /*batch*/) { return {}; }
+  virtual void on_save_state(torch::serialize::OutputArchive& archive) = 0;
+  virtual void on_load_state(torch::serialize::InputArchive& archive) = 0;
+  virtual RankRole on_role() { return {}; }
+  virtual OutputVocabulary on_output_vocabulary(const StepBatch& /*batch*/) { return {}; }
   virtual void on_unit_event(const UnitEvent& /*event*/) {}
   virtual void on_hold_parameters(bool /*hold*/) {}
   // A strategy that declares `reshards` overrides it; the host never calls it on the others.
-  virtual void load_reshard(SavedStates& /*saved*/) {
+  virtual void on_load_resharded(SavedStates& /*saved*/) {
     throw Error("this strategy cannot load a checkpoint of another world size");
   }
 
@@ -195,10 +195,10 @@ class Strategy : public StrategyAbi {
     return guard([&] { on_setup(s); });
   }
   Status precision(PrecisionPolicy* out) noexcept final {
-    return guard([&] { *out = precision_policy(); });
+    return guard([&] { *out = on_precision(); });
   }
   Status loss_scale(double* out) noexcept final {
-    return guard([&] { *out = current_loss_scale(); });
+    return guard([&] { *out = on_loss_scale(); });
   }
   Status begin_step(const StepContext& step) noexcept final {
     return guard([&] { on_begin_step(step); });
@@ -213,16 +213,16 @@ class Strategy : public StrategyAbi {
     return guard([&] { *out = on_update(step); });
   }
   Status save_state(torch::serialize::OutputArchive& archive) noexcept final {
-    return guard([&] { save(archive); });
+    return guard([&] { on_save_state(archive); });
   }
   Status load_state(torch::serialize::InputArchive& archive) noexcept final {
-    return guard([&] { load(archive); });
+    return guard([&] { on_load_state(archive); });
   }
   Status role(RankRole* out) noexcept final {
-    return guard([&] { *out = rank_role(); });
+    return guard([&] { *out = on_role(); });
   }
   Status output_vocabulary(const StepBatch& batch, OutputVocabulary* out) noexcept final {
-    return guard([&] { *out = step_vocabulary(batch); });
+    return guard([&] { *out = on_output_vocabulary(batch); });
   }
   Status unit_event(const UnitEvent& event) noexcept final {
     return guard([&] { on_unit_event(event); });
@@ -231,7 +231,7 @@ class Strategy : public StrategyAbi {
     return guard([&] { on_hold_parameters(hold); });
   }
   Status load_resharded(SavedStates& saved) noexcept final {
-    return guard([&] { load_reshard(saved); });
+    return guard([&] { on_load_resharded(saved); });
   }
 
   PluginContext context_;
