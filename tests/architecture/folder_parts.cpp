@@ -40,16 +40,9 @@ void check_includes(const fs::path& host_root, const fs::path& file, const Part&
 std::vector<Part> parse_parts(const std::string& markdown) {
   static const std::regex kRow(R"(^\|\s*`host/([a-z_]+)/([a-z_]+)/`\s*\|.*)");
   std::vector<Part> parts;
-  std::stringstream in(markdown);
-  std::string line;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    if (line.rfind("#", 0) == 0) {
-      inside = line == "## Parts of a folder";
-      continue;
-    }
+  for (const std::string& line : section_lines(markdown, "## Parts of a folder")) {
     std::smatch m;
-    if (!inside || !std::regex_match(line, m, kRow)) continue;
+    if (!std::regex_match(line, m, kRow)) continue;
     const auto cells = cells_of(line);
     if (cells.size() < 3) continue;
     parts.push_back({m[1], m[2], quoted_words(cells[2])});

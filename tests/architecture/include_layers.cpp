@@ -151,16 +151,9 @@ std::string first_part(const fs::path& relative) {
 std::vector<Layer> parse_layers(const std::string& markdown) {
   static const std::regex kRow(R"(^\|\s*`host/([a-z_]+)/`\s*\|.*)");
   std::vector<Layer> layers;
-  std::stringstream in(markdown);
-  std::string line;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    if (line.rfind("#", 0) == 0) {
-      inside = line == "## Layers";
-      continue;
-    }
+  for (const std::string& line : section_lines(markdown, "## Layers")) {
     std::smatch m;
-    if (!inside || !std::regex_match(line, m, kRow)) continue;
+    if (!std::regex_match(line, m, kRow)) continue;
     const auto cells = cells_of(line);
     if (cells.size() < 3) continue;
     layers.push_back({m[1], quoted_words(cells[1]), quoted_words(cells[2])});

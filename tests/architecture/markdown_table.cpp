@@ -5,6 +5,19 @@
 
 namespace gradsweep::test {
 
+std::vector<std::string> section_lines(const std::string& markdown, const std::string& heading) {
+  std::vector<std::string> lines;
+  std::stringstream in(markdown);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#", 0) == 0)
+      inside = line == heading;
+    else if (inside)
+      lines.push_back(line);
+  }
+  return lines;
+}
+
 std::vector<std::string> cells_of(const std::string& row) {
   std::vector<std::string> cells;
   std::stringstream in(row);

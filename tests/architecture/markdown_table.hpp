@@ -6,6 +6,10 @@
 
 namespace gradsweep::test {
 
+// The lines of `markdown` under the heading line `heading` ("## Layers"), up to the next heading: the
+// section's table rows are among them.
+std::vector<std::string> section_lines(const std::string& markdown, const std::string& heading);
+
 // The cells of a table row: "| a | b |" -> {" a ", " b "}.
 std::vector<std::string> cells_of(const std::string& row);
 

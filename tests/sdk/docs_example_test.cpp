@@ -32,6 +32,25 @@ std::string example_block(const std::string& page, const std::string& name) {
   return page.substr(body + 1, close - body);
 }
 
+// The example `source` of docs/plugins.md and its CMakeLists.txt (the block named `cmake`), written into the
+// project folder that docs/howto/`howto`'s commands name and built in `dir` with those commands as written.
+// Returns where the plugins were built; a missing block or command, or a failed build, fails the test.
+fs::path build_page_example(const fs::path& dir, const std::string& source, const std::string& cmake,
+                            const std::string& howto) {
+  const std::string page = test::read_text(test::source_dir() / "docs" / "plugins.md");
+  const std::string code = example_block(page, source), lists = example_block(page, cmake);
+  EXPECT_FALSE(code.empty()) << "docs/plugins.md has no block after <!-- example: " << source << " -->";
+  EXPECT_FALSE(lists.empty()) << "docs/plugins.md has no block after <!-- example: " << cmake << " -->";
+  const auto build = test::documented_build(test::read_text(test::source_dir() / "docs" / "howto" / howto));
+  EXPECT_FALSE(build.project.empty()) << "docs/howto/" << howto << " gives no `cmake -S` command";
+  test::write_text(dir / build.project / source, code);
+  test::write_text(dir / build.project / "CMakeLists.txt", lists);
+  const std::string output = test::build_as_documented(build, dir);
+  const fs::path plugins = dir / build.project / "build" / "plugins";
+  EXPECT_TRUE(fs::is_directory(plugins)) << output;
+  return plugins;
+}
+
 std::vector<double> losses(const fs::path& out) {
   std::vector<double> values;
   std::ifstream metrics(out / "metrics.jsonl");
@@ -52,19 +71,9 @@ std::string tiny_cell(const fs::path& plugins, const std::string& strategy, cons
 
 TEST(DocsExample, MinimalStrategyFromPluginsPageBuildsAndMatchesSingle) {
   const fs::path dir = test::scratch_dir();
-  const std::string page = test::read_text(test::source_dir() / "docs" / "plugins.md");
-  const std::string source = example_block(page, "minimal_strategy.cpp");
-  const std::string cmake = example_block(page, "CMakeLists.txt");
-  ASSERT_FALSE(source.empty()) << "docs/plugins.md has no block after <!-- example: minimal_strategy.cpp -->";
-  ASSERT_FALSE(cmake.empty()) << "docs/plugins.md has no block after <!-- example: CMakeLists.txt -->";
   // Built with the commands of docs/howto/own-strategy.md, as written there.
-  const auto build = test::documented_build(test::read_text(test::source_dir() / "docs" / "howto" / "own-strategy.md"));
-  ASSERT_FALSE(build.project.empty()) << "docs/howto/own-strategy.md gives no `cmake -S` command";
-  test::write_text(dir / build.project / "minimal_strategy.cpp", source);
-  test::write_text(dir / build.project / "CMakeLists.txt", cmake);
-  const std::string output = test::build_as_documented(build, dir);
-  const fs::path plugins = dir / build.project / "build" / "plugins";
-  ASSERT_TRUE(fs::exists(plugins / "minimal_strategy.so")) << output;
+  const fs::path plugins = build_page_example(dir, "minimal_strategy.cpp", "CMakeLists.txt", "own-strategy.md");
+  ASSERT_TRUE(fs::exists(plugins / "minimal_strategy.so")) << plugins;
 
   // The configuration names the plugin by its descriptor's name, not by its file's.
   const fs::path gradsweep = test::installed_prefix() / "bin" / "gradsweep";
@@ -119,19 +128,9 @@ double worst_relative_difference(const std::vector<double>& run, const std::vect
 
 TEST(DocsExample, MinimalModelFromPluginsPageBuildsTrainsAndPassesTheCheck) {
   const fs::path dir = test::scratch_dir();
-  const std::string page = test::read_text(test::source_dir() / "docs" / "plugins.md");
-  const std::string source = example_block(page, "minimal_model.cpp");
-  const std::string cmake = example_block(page, "model CMakeLists.txt");
-  ASSERT_FALSE(source.empty()) << "docs/plugins.md has no block after <!-- example: minimal_model.cpp -->";
-  ASSERT_FALSE(cmake.empty()) << "docs/plugins.md has no block after <!-- example: model CMakeLists.txt -->";
   // Built with the commands of docs/howto/own-model.md, as written there.
-  const auto build = test::documented_build(test::read_text(test::source_dir() / "docs" / "howto" / "own-model.md"));
-  ASSERT_FALSE(build.project.empty()) << "docs/howto/own-model.md gives no `cmake -S` command";
-  test::write_text(dir / build.project / "minimal_model.cpp", source);
-  test::write_text(dir / build.project / "CMakeLists.txt", cmake);
-  const std::string output = test::build_as_documented(build, dir);
-  const fs::path plugins = dir / build.project / "build" / "plugins";
-  ASSERT_TRUE(fs::exists(plugins / "minimal_model.so")) << output;
+  const fs::path plugins = build_page_example(dir, "minimal_model.cpp", "model CMakeLists.txt", "own-model.md");
+  ASSERT_TRUE(fs::exists(plugins / "minimal_model.so")) << plugins;
   const fs::path gradsweep = test::installed_prefix() / "bin" / "gradsweep";
 
   // What the page promises of it, judged by the installed host.
